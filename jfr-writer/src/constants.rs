@@ -1,0 +1,463 @@
+//! The constant values a recording interns (symbols, classes, methods, stacks, threads, ...),
+//! how each is encoded in a checkpoint, and which other constants each one references.
+
+use std::hash::{Hash, Hasher};
+
+use indexmap::Equivalent;
+
+use crate::ids::*;
+use crate::leb128;
+use crate::pool::Pool;
+
+/// A Java package.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Package {
+    /// Internal-form name, e.g. `java/util`.
+    pub name: SymbolId,
+    /// The module, if known.
+    pub module: Option<ModuleId>,
+    /// Whether the module exports it.
+    pub exported: bool,
+}
+
+/// A Java module.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Module {
+    /// Module name.
+    pub name: SymbolId,
+    /// Version, if known.
+    pub version: Option<SymbolId>,
+    /// Location, if known.
+    pub location: Option<SymbolId>,
+    /// Defining class loader, if known.
+    pub class_loader: Option<ClassLoaderId>,
+}
+
+/// A Java class loader.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClassLoader {
+    /// The loader's own class, if known.
+    pub class: Option<ClassId>,
+    /// The loader's name.
+    pub name: SymbolId,
+}
+
+/// A Java class, or the library that stands in for a class in a native frame.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Class {
+    /// Defining loader (`None` = bootstrap).
+    pub class_loader: Option<ClassLoaderId>,
+    /// Internal-form name, e.g. `java/lang/String`. Never null: `jfr print` needs it.
+    pub name: SymbolId,
+    /// The package, if known.
+    pub package: Option<PackageId>,
+    /// Access flags.
+    pub modifiers: i32,
+    /// Hidden class.
+    pub hidden: bool,
+}
+
+/// A Java method.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Method {
+    /// Declaring class.
+    pub class: ClassId,
+    /// Method name.
+    pub name: SymbolId,
+    /// Descriptor such as `(I)V`; readers parse it, so it must have the form `(...)R`.
+    pub descriptor: SymbolId,
+    /// Access flags (`0x100` = native).
+    pub modifiers: i32,
+    /// Hidden frames are skipped by `jfr print` and JMC.
+    pub hidden: bool,
+}
+
+/// One Java stack frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Frame {
+    /// The method.
+    pub method: MethodId,
+    /// Source line; negative = unknown (readers then print no line).
+    pub line: i32,
+    /// Bytecode index; negative = unknown or native.
+    pub bytecode_index: i32,
+    /// How the frame was executing.
+    pub frame_type: FrameType,
+}
+
+/// A Java thread, as `java.lang.Thread` in JFR.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Thread {
+    /// OS thread name, if known.
+    pub os_name: Option<Box<str>>,
+    /// OS thread id (Linux tid).
+    pub os_thread_id: i64,
+    /// Java thread name, if it is a Java thread.
+    pub java_name: Option<Box<str>>,
+    /// Java thread id (`Thread.threadId()`), 0 if unknown.
+    pub java_thread_id: i64,
+    /// Thread group, if known.
+    pub group: Option<ThreadGroupId>,
+    /// Virtual thread.
+    pub is_virtual: bool,
+}
+
+/// A Java thread group.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ThreadGroup {
+    /// Parent group.
+    pub parent: Option<ThreadGroupId>,
+    /// Group name.
+    pub name: Option<Box<str>>,
+}
+
+/// An interned stack: the owned form stored in the pool.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct StackKey<T> {
+    pub truncated: bool,
+    pub frames: Box<[T]>,
+}
+
+/// The borrowed form used for lookups, hashing exactly like [`StackKey`].
+pub(crate) struct StackRef<'a, T> {
+    pub truncated: bool,
+    pub frames: &'a [T],
+}
+
+impl<T: Hash> Hash for StackKey<T> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        StackRef {
+            truncated: self.truncated,
+            frames: &self.frames,
+        }
+        .hash(state);
+    }
+}
+
+impl<T: Hash> Hash for StackRef<'_, T> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.truncated.hash(state);
+        self.frames.hash(state);
+    }
+}
+
+impl<T: PartialEq> Equivalent<StackKey<T>> for StackRef<'_, T> {
+    fn equivalent(&self, key: &StackKey<T>) -> bool {
+        self.truncated == key.truncated && *self.frames == *key.frames
+    }
+}
+
+/// Every constant pool of a recording.
+#[derive(Debug, Default)]
+pub(crate) struct Pools {
+    pub symbols: Pool<Box<str>>,
+    pub packages: Pool<Package>,
+    pub modules: Pool<Module>,
+    pub class_loaders: Pool<ClassLoader>,
+    pub classes: Pool<Class>,
+    pub methods: Pool<Method>,
+    pub stack_traces: Pool<StackKey<Frame>>,
+    pub native_stack_traces: Pool<StackKey<u64>>,
+    pub threads: Pool<Thread>,
+    pub thread_groups: Pool<ThreadGroup>,
+}
+
+/// The class ids a checkpoint needs, resolved once from the metadata.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PoolClassIds {
+    pub symbol: u64,
+    pub package: u64,
+    pub module: u64,
+    pub class_loader: u64,
+    pub class: u64,
+    pub method: u64,
+    pub stack_trace: u64,
+    pub frame_type: u64,
+    pub native_stack_trace: u64,
+    pub thread: u64,
+    pub thread_group: u64,
+}
+
+fn mark_opt<K: Hash + Eq>(pool: &mut Pool<K>, index: Option<u32>) {
+    if let Some(i) = index {
+        pool.mark(i);
+    }
+}
+
+impl Pools {
+    /// Marks, transitively, everything the marked entries reference, so that a chunk carries
+    /// every constant its events reach (readers treat each chunk on its own).
+    pub fn close(&mut self) {
+        loop {
+            let mut progressed = false;
+            for i in self.stack_traces.take_unclosed() {
+                progressed = true;
+                let methods: Vec<u32> = self
+                    .stack_traces
+                    .get(i)
+                    .map(|s| s.frames.iter().map(|f| f.method.0).collect())
+                    .unwrap_or_default();
+                methods.into_iter().for_each(|m| self.methods.mark(m));
+            }
+            for i in self.methods.take_unclosed() {
+                progressed = true;
+                if let Some(m) = self.methods.get(i).cloned() {
+                    self.classes.mark(m.class.0);
+                    self.symbols.mark(m.name.0);
+                    self.symbols.mark(m.descriptor.0);
+                }
+            }
+            for i in self.classes.take_unclosed() {
+                progressed = true;
+                if let Some(c) = self.classes.get(i).cloned() {
+                    mark_opt(&mut self.class_loaders, c.class_loader.map(|x| x.0));
+                    self.symbols.mark(c.name.0);
+                    mark_opt(&mut self.packages, c.package.map(|x| x.0));
+                }
+            }
+            for i in self.class_loaders.take_unclosed() {
+                progressed = true;
+                if let Some(l) = self.class_loaders.get(i).cloned() {
+                    mark_opt(&mut self.classes, l.class.map(|x| x.0));
+                    self.symbols.mark(l.name.0);
+                }
+            }
+            for i in self.packages.take_unclosed() {
+                progressed = true;
+                if let Some(p) = self.packages.get(i).cloned() {
+                    self.symbols.mark(p.name.0);
+                    mark_opt(&mut self.modules, p.module.map(|x| x.0));
+                }
+            }
+            for i in self.modules.take_unclosed() {
+                progressed = true;
+                if let Some(m) = self.modules.get(i).cloned() {
+                    self.symbols.mark(m.name.0);
+                    mark_opt(&mut self.symbols, m.version.map(|x| x.0));
+                    mark_opt(&mut self.symbols, m.location.map(|x| x.0));
+                    mark_opt(&mut self.class_loaders, m.class_loader.map(|x| x.0));
+                }
+            }
+            for i in self.threads.take_unclosed() {
+                progressed = true;
+                if let Some(t) = self.threads.get(i) {
+                    let group = t.group.map(|g| g.0);
+                    mark_opt(&mut self.thread_groups, group);
+                }
+            }
+            for i in self.thread_groups.take_unclosed() {
+                progressed = true;
+                let parent = self
+                    .thread_groups
+                    .get(i)
+                    .and_then(|g| g.parent.map(|p| p.0));
+                mark_opt(&mut self.thread_groups, parent);
+            }
+            // Leaves: nothing to follow, but advance their cursors.
+            progressed |= !self.symbols.take_unclosed().is_empty();
+            progressed |= !self.native_stack_traces.take_unclosed().is_empty();
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    /// Appends the body of one checkpoint record (after size and type) holding every marked
+    /// entry and the fixed FrameType pool: start ticks, duration 0, delta 0 (the only
+    /// checkpoint of its chunk), type mask 0, pools. Never writes an empty pool.
+    pub fn write_checkpoint_payload(
+        &self,
+        ids: &PoolClassIds,
+        start_ticks: i64,
+        out: &mut Vec<u8>,
+    ) {
+        let mut pools: Vec<(u64, usize, Vec<u8>)> = Vec::new();
+        let mut add = |class_id: u64, entries: Vec<(u64, Vec<u8>)>| {
+            if entries.is_empty() {
+                return;
+            }
+            let mut bytes = Vec::new();
+            for (key, value) in &entries {
+                leb128::write_u64(&mut bytes, *key);
+                bytes.extend_from_slice(value);
+            }
+            pools.push((class_id, entries.len(), bytes));
+        };
+        add(
+            ids.frame_type,
+            FrameType::ALL
+                .iter()
+                .map(|t| (t.key(), encode_string(Some(t.description()))))
+                .collect(),
+        );
+        add(
+            ids.symbol,
+            encode_all(&self.symbols, |s, o| write_string(o, Some(s))),
+        );
+        add(ids.package, encode_all(&self.packages, encode_package));
+        add(ids.module, encode_all(&self.modules, encode_module));
+        add(
+            ids.class_loader,
+            encode_all(&self.class_loaders, encode_class_loader),
+        );
+        add(ids.class, encode_all(&self.classes, encode_class));
+        add(ids.method, encode_all(&self.methods, encode_method));
+        add(
+            ids.stack_trace,
+            encode_all(&self.stack_traces, encode_stack_trace),
+        );
+        add(
+            ids.native_stack_trace,
+            encode_all(&self.native_stack_traces, encode_native_stack_trace),
+        );
+        add(ids.thread, encode_all(&self.threads, encode_thread));
+        add(
+            ids.thread_group,
+            encode_all(&self.thread_groups, encode_thread_group),
+        );
+
+        leb128::write_i64(out, start_ticks);
+        leb128::write_u64(out, 0); // duration
+        leb128::write_u64(out, 0); // delta to the previous checkpoint: none
+        out.push(0); // type mask
+        leb128::write_u64(out, pools.len() as u64);
+        for (class_id, count, bytes) in pools {
+            leb128::write_u64(out, class_id);
+            leb128::write_u64(out, count as u64);
+            out.extend_from_slice(&bytes);
+        }
+    }
+
+    /// Forgets the chunk's marks.
+    pub fn clear_marks(&mut self) {
+        self.symbols.clear_marks();
+        self.packages.clear_marks();
+        self.modules.clear_marks();
+        self.class_loaders.clear_marks();
+        self.classes.clear_marks();
+        self.methods.clear_marks();
+        self.stack_traces.clear_marks();
+        self.native_stack_traces.clear_marks();
+        self.threads.clear_marks();
+        self.thread_groups.clear_marks();
+    }
+
+    /// Distinct constants interned so far, all pools together.
+    pub fn len(&self) -> usize {
+        self.symbols.len()
+            + self.packages.len()
+            + self.modules.len()
+            + self.class_loaders.len()
+            + self.classes.len()
+            + self.methods.len()
+            + self.stack_traces.len()
+            + self.native_stack_traces.len()
+            + self.threads.len()
+            + self.thread_groups.len()
+    }
+}
+
+fn encode_all<K: Hash + Eq>(
+    pool: &Pool<K>,
+    encode: impl Fn(&K, &mut Vec<u8>),
+) -> Vec<(u64, Vec<u8>)> {
+    pool.used_entries()
+        .into_iter()
+        .map(|(index, value)| {
+            let mut bytes = Vec::new();
+            encode(value, &mut bytes);
+            (u64::from(index) + 1, bytes)
+        })
+        .collect()
+}
+
+/// Writes a `java.lang.String` inline: 0 = null, 1 = empty, 3 = UTF-8 bytes.
+pub(crate) fn write_string(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        None => out.push(0),
+        Some("") => out.push(1),
+        Some(s) => {
+            out.push(3);
+            leb128::write_u64(out, s.len() as u64);
+            out.extend_from_slice(s.as_bytes());
+        }
+    }
+}
+
+fn encode_string(s: Option<&str>) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_string(&mut out, s);
+    out
+}
+
+fn write_bool(out: &mut Vec<u8>, b: bool) {
+    out.push(u8::from(b));
+}
+
+fn encode_package(p: &Package, o: &mut Vec<u8>) {
+    leb128::write_u64(o, p.name.key());
+    leb128::write_u64(o, key_or_null(p.module, ModuleId::key));
+    write_bool(o, p.exported);
+}
+
+fn encode_module(m: &Module, o: &mut Vec<u8>) {
+    leb128::write_u64(o, m.name.key());
+    leb128::write_u64(o, key_or_null(m.version, SymbolId::key));
+    leb128::write_u64(o, key_or_null(m.location, SymbolId::key));
+    leb128::write_u64(o, key_or_null(m.class_loader, ClassLoaderId::key));
+}
+
+fn encode_class_loader(l: &ClassLoader, o: &mut Vec<u8>) {
+    leb128::write_u64(o, key_or_null(l.class, ClassId::key));
+    leb128::write_u64(o, l.name.key());
+}
+
+fn encode_class(c: &Class, o: &mut Vec<u8>) {
+    leb128::write_u64(o, key_or_null(c.class_loader, ClassLoaderId::key));
+    leb128::write_u64(o, c.name.key());
+    leb128::write_u64(o, key_or_null(c.package, PackageId::key));
+    leb128::write_i64(o, i64::from(c.modifiers));
+    write_bool(o, c.hidden);
+}
+
+fn encode_method(m: &Method, o: &mut Vec<u8>) {
+    leb128::write_u64(o, m.class.key());
+    leb128::write_u64(o, m.name.key());
+    leb128::write_u64(o, m.descriptor.key());
+    leb128::write_i64(o, i64::from(m.modifiers));
+    write_bool(o, m.hidden);
+}
+
+fn encode_stack_trace(s: &StackKey<Frame>, o: &mut Vec<u8>) {
+    write_bool(o, s.truncated);
+    leb128::write_u64(o, s.frames.len() as u64);
+    for f in s.frames.iter() {
+        leb128::write_u64(o, f.method.key());
+        leb128::write_i64(o, i64::from(f.line));
+        leb128::write_i64(o, i64::from(f.bytecode_index));
+        leb128::write_u64(o, f.frame_type.key());
+    }
+}
+
+/// Writes a native stack as an inline `jdk.NativeStackTrace`: truncated, count, pcs.
+pub(crate) fn encode_native_stack_trace(s: &StackKey<u64>, o: &mut Vec<u8>) {
+    write_bool(o, s.truncated);
+    leb128::write_u64(o, s.frames.len() as u64);
+    for &pc in s.frames.iter() {
+        leb128::write_u64(o, pc);
+    }
+}
+
+fn encode_thread(t: &Thread, o: &mut Vec<u8>) {
+    write_string(o, t.os_name.as_deref());
+    leb128::write_i64(o, t.os_thread_id);
+    write_string(o, t.java_name.as_deref());
+    leb128::write_i64(o, t.java_thread_id);
+    leb128::write_u64(o, key_or_null(t.group, ThreadGroupId::key));
+    write_bool(o, t.is_virtual);
+}
+
+fn encode_thread_group(g: &ThreadGroup, o: &mut Vec<u8>) {
+    leb128::write_u64(o, key_or_null(g.parent, ThreadGroupId::key));
+    write_string(o, g.name.as_deref());
+}

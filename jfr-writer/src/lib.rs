@@ -1,0 +1,79 @@
+//! Writes Java Flight Recorder files (JFR format 2.x) that the JDK 17/25 `jfr` tool and
+//! `RecordingFile`, JDK Mission Control and the `jfrs` crate read: CPU-time samples whose
+//! `jdk.CPUTimeSample` events carry a `nativeStackTrace` (JDK-8373791) beside the Java
+//! `stackTrace`, the `jdk.NativeLibrary` events needed to symbolize those program counters
+//! offline, lost-sample accounting, and the recording's context (JVM, OS, CPU, settings).
+//!
+//! # Responsibilities
+//! - A typed model of every class it declares ([`types`]), with the JDK's names, labels and
+//!   annotations, so that readers show units, addresses and labels as for the JDK's own events.
+//! - Interning with typed handles ([`SymbolId`], [`StackTraceId`], [`NativeStackTraceId`], ...):
+//!   constant-pool keys are stable for the whole file, and each chunk carries exactly the
+//!   constants its events reach, transitively.
+//! - Chunks: header, events, metadata and one checkpoint, written in one piece when the chunk is
+//!   finished ([`Recording::rotate`], [`Recording::finish`]), so a killed writer leaves only
+//!   complete chunks behind. Every chunk derives its header times from one [`Clock`] and gets a
+//!   distinct start time.
+//! - Deterministic output: the same calls give the same bytes (pools are insertion-ordered).
+//!
+//! Not here: reading JFR, symbolization, sampling. No `unsafe`, and no panics on any input (a
+//! handle from another recording just writes a key that readers resolve to null).
+//!
+//! # Native stacks: pooled or inline
+//! [`NativeStackEncoding::Pooled`] (the default) writes `nativeStackTrace` as a key into a
+//! deduplicated `jdk.NativeStackTrace` pool; [`NativeStackEncoding::Inline`] writes the struct in
+//! every event. Pooled files are several times smaller once stacks repeat (the `size` golden test
+//! prints both), which is what a recorder running for hours needs. The format notes report that
+//! JMC splits `jdk.CPUTimeSample` into one type per chunk when a non-JDK struct is referenced
+//! through a constant pool; JMC's `TypeManager` caches such struct content types by class id
+//! (`STRUCT_TYPES`), and this writer declares the same metadata with the same class ids in every
+//! chunk, so the content type is the same object in every chunk. Inline stays available should
+//! a JMC version still split.
+//!
+//! `jfr print` in text mode cannot print any array-valued field other than a Java stack's frames
+//! (a JDK bug): print these events with `jfr print --json`, or symbolize the file first.
+//!
+//! # Example
+//! ```
+//! use jfr_writer::*;
+//!
+//! let clock = Clock { ticks_per_second: 1_000_000, origin_ticks: 0, origin_epoch_nanos: 1_700_000_000_000_000_000 };
+//! let options = RecordingOptions { clock, native_stack_encoding: NativeStackEncoding::Pooled };
+//! let mut rec = Recording::new(Vec::new(), options, 0)?;
+//!
+//! let class_name = rec.symbol("demo/Main");
+//! let class = rec.class(Class { class_loader: None, name: class_name, package: None, modifiers: 1, hidden: false });
+//! let (name, descriptor) = (rec.symbol("run"), rec.symbol("()V"));
+//! let method = rec.method(Method { class, name, descriptor, modifiers: 0x101, hidden: false });
+//! let stack = rec.stack_trace(&[Frame { method, line: -1, bytecode_index: -3, frame_type: FrameType::Native }], false);
+//! let native = rec.native_stack_trace(&[0x7f00_0000_1234, 0x7f00_0000_5678], false);
+//! let thread = rec.thread(Thread { os_name: Some("main".into()), os_thread_id: 42, java_name: Some("main".into()),
+//!                                  java_thread_id: 1, group: None, is_virtual: false });
+//! rec.write(&CpuTimeSample { start_ticks: 10, stack_trace: Some(stack), thread: Some(thread), failed: false,
+//!                            sampling_period_ticks: 10_000, biased: false, native_stack_trace: Some(native) });
+//! let bytes = rec.finish(20)?;
+//! assert_eq!(&bytes[..4], b"FLR\0");
+//! # Ok::<(), jfr_writer::Error>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod clock;
+mod constants;
+mod error;
+mod events;
+mod ids;
+pub mod leb128;
+mod metadata;
+mod pool;
+mod recording;
+pub mod types;
+
+pub use clock::Clock;
+pub use constants::{Class, ClassLoader, Frame, Method, Module, Package, Thread, ThreadGroup};
+pub use error::{Error, Result};
+pub use events::*;
+pub use ids::*;
+pub use metadata::Metadata;
+pub use recording::{Recording, RecordingOptions, Totals, HEADER_SIZE};
+pub use types::NativeStackEncoding;

