@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use jfr_writer::*;
 
+use crate::readers::Reading;
+
 /// Ticks are microseconds; tick 0 is 2026-01-01T00:00:00Z.
 pub const CLOCK: Clock = Clock {
     ticks_per_second: 1_000_000,
@@ -22,17 +24,11 @@ pub struct Case {
     pub expected: Expected,
 }
 
-/// What a reader must read back.
+/// What readers must read back from a golden file.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Expected {
-    /// Events per type name.
-    pub counts: BTreeMap<String, u64>,
-    /// Every `jdk.CPUTimeSample`, sorted.
-    pub samples: Vec<SampleView>,
-    /// One canonical line per `jdk.NativeLibrary` (see [`library_line`]), sorted.
-    pub libraries: Vec<String>,
-    /// One canonical line per `jdk.CPUTimeSamplesLost` (see [`lost_line`]), sorted.
-    pub lost: Vec<String>,
+    /// The events, as every reader must see them.
+    pub reading: Reading,
     /// Chunks in the file.
     pub chunks: u64,
 }
@@ -151,6 +147,7 @@ impl Fixture {
     fn count(&mut self, t: EventType) {
         *self
             .expected
+            .reading
             .counts
             .entry(t.name().to_string())
             .or_default() += 1;
@@ -241,7 +238,7 @@ impl Fixture {
             None if inline => (Some(false), vec![]),
             None => (None, vec![]),
         };
-        self.expected.samples.push(SampleView {
+        self.expected.reading.samples.push(SampleView {
             thread: thread.name.clone(),
             tid: thread.os_tid,
             period_ticks,
@@ -272,6 +269,7 @@ impl Fixture {
         });
         self.count(EventType::NativeLibrary);
         self.expected
+            .reading
             .libraries
             .push(library_line(name, base, top, build_id, offset));
     }
@@ -284,9 +282,11 @@ impl Fixture {
             reason,
         });
         self.count(EventType::CpuTimeSamplesLost);
-        self.expected
-            .lost
-            .push(lost_line(i64::from(lost), thread.map(|t| t.os_tid), reason));
+        self.expected.reading.lost.push(lost_line(
+            i64::from(lost),
+            thread.map(|t| t.os_tid),
+            reason,
+        ));
     }
 
     fn context(&mut self, t: i64) {
@@ -357,9 +357,7 @@ impl Fixture {
         let wrote_last = self.rec.chunk_events() > 0 || totals_before == 0;
         self.expected.chunks = totals_before + u64::from(wrote_last);
         let bytes = self.rec.finish(t).expect("writing to a Vec cannot fail");
-        self.expected.samples.sort();
-        self.expected.libraries.sort();
-        self.expected.lost.sort();
+        self.expected.reading = std::mem::take(&mut self.expected.reading).sorted();
         Case {
             name,
             bytes,

@@ -29,7 +29,8 @@ pub struct Reading {
 }
 
 impl Reading {
-    fn sort(mut self) -> Reading {
+    /// The same reading with every list sorted (readers see events in file order).
+    pub fn sorted(mut self) -> Reading {
         self.samples.sort();
         self.libraries.sort();
         self.lost.sort();
@@ -89,7 +90,7 @@ pub fn jfr_json(jdk: &Jdk, path: &Path) -> Result<Reading, String> {
             _ => {}
         }
     }
-    Ok(r.sort())
+    Ok(r.sorted())
 }
 
 fn json_u64(v: &Value) -> Result<u64, String> {
@@ -311,7 +312,7 @@ pub fn jfrs(path: &Path) -> Result<(Reading, u64), String> {
             }
         }
     }
-    Ok((r.sort(), chunks))
+    Ok((r.sorted(), chunks))
 }
 
 fn long(v: &Accessor<'_>, name: &str) -> Result<i64, String> {

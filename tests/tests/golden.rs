@@ -54,19 +54,9 @@ fn golden_path(case: &Case) -> PathBuf {
     golden_dir().join(format!("{}.jfr", case.name))
 }
 
-fn expected_reading(case: &Case) -> Reading {
-    let e = &case.expected;
-    Reading {
-        counts: e.counts.clone(),
-        samples: e.samples.clone(),
-        libraries: e.libraries.clone(),
-        lost: e.lost.clone(),
-    }
-}
-
 /// Compares field by field so a failure names what differs.
 fn assert_reading(reader: &str, case: &Case, got: &Reading) {
-    let want = expected_reading(case);
+    let want = &case.expected.reading;
     assert_eq!(
         got.counts, want.counts,
         "{reader}, {}: event counts",
@@ -127,16 +117,22 @@ fn recording_file_reads_every_golden_file() {
                 .unwrap_or_else(|e| panic!("{}: {e}", case.name));
             let reader = format!("RecordingFile of {}", jdk.name());
             assert_eq!(
-                got.counts, case.expected.counts,
+                got.counts, case.expected.reading.counts,
                 "{reader}, {}: counts",
                 case.name
             );
-            let mut native: Vec<String> =
-                case.expected.samples.iter().map(|s| s.pcs_text()).collect();
+            let mut native: Vec<String> = case
+                .expected
+                .reading
+                .samples
+                .iter()
+                .map(|s| s.pcs_text())
+                .collect();
             native.sort();
             assert_eq!(got.native, native, "{reader}, {}: native stacks", case.name);
             let mut java: Vec<String> = case
                 .expected
+                .reading
                 .samples
                 .iter()
                 .filter_map(|s| s.java_text())
@@ -162,7 +158,7 @@ fn jfr_tool_accepts_every_golden_file() {
                 "{}: {summary}",
                 case.name
             );
-            for (ty, n) in &case.expected.counts {
+            for (ty, n) in &case.expected.reading.counts {
                 let row = summary
                     .lines()
                     .find(|l| l.split_whitespace().next() == Some(ty));
@@ -195,6 +191,7 @@ fn jfr_tool_accepts_every_golden_file() {
             }
             for ty in case
                 .expected
+                .reading
                 .counts
                 .keys()
                 .filter(|t| !HAS_ARRAY_FIELD.contains(&t.as_str()))
@@ -211,7 +208,7 @@ fn jfr_tool_accepts_every_golden_file() {
                     .count() as u64;
                 assert_eq!(
                     printed,
-                    case.expected.counts[ty],
+                    case.expected.reading.counts[ty],
                     "{} text print of {ty} in {}",
                     jdk.name(),
                     case.name
