@@ -1,2 +1,94 @@
-//! The jfr-native JVMTI agent (`libjfrnative.so`). Not built yet: issue 3 tracks it. This crate
-//! exists so the workspace has its fixed shape; it exports nothing to the JVM.
+//! jfr-native's JVMTI agent (`libjfrnative.so`): samples every Java thread by its own CPU time
+//! and records, for each sample, the native frames above the first Java frame (frame-pointer
+//! walk) and the Java frames (AsyncGetCallTrace) into a JFR file (`jdk.CPUTimeSample` with a
+//! `nativeStackTrace`, JDK-8373791).
+//!
+//! `java -agentpath:libjfrnative.so=file=out.jfr,interval=10ms ...`; options in [`options`].
+//!
+//! A sample's way: per-thread CPU timer (`timer_create` on the thread's CPU clock,
+//! `SIGEV_THREAD_ID`) → signal on that thread → `signal::on_sample`: frame-pointer walk within
+//! the thread's stack bounds ([`unwind`], [`stack`]), AsyncGetCallTrace ([`agct`]), one record
+//! into the thread's ring ([`ring`], [`slots`]) → the writer thread (`drain`) resolves methods
+//! and writes events through `jfr-writer`, rotating chunks.
+//!
+//! `unsafe` lives in `jvmti/`, `os`, `ucontext`, `stack`, `slots`, `agct`, `codemap` (one
+//! pointer load) and the entry points below.
+
+pub mod agct;
+mod agent;
+pub mod codemap;
+pub(crate) mod drain;
+pub(crate) mod jvmti;
+pub(crate) mod methods;
+pub mod options;
+pub mod os;
+pub mod ring;
+pub mod signal;
+pub mod slots;
+pub mod stack;
+pub mod stats;
+pub mod ucontext;
+pub mod unwind;
+
+use std::ffi::{c_char, c_void, CStr};
+
+/// Runs a JVM-facing entry point. A bug in the recorder must never take the JVM down: a panic
+/// is caught, sampling is disabled, and `fallback` is returned.
+pub(crate) fn ffi_guard<T>(what: &'static str, fallback: T, f: impl FnOnce() -> T) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        agent::disable(what);
+        fallback
+    })
+}
+
+fn options_text(options: *const c_char) -> String {
+    if options.is_null() {
+        return String::new();
+    }
+    // SAFETY: the JVM passes a NUL-terminated option string (or null, handled above).
+    unsafe { CStr::from_ptr(options) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn load(vm: *mut c_void, options: *const c_char, live: bool) -> i32 {
+    ffi_guard("Agent_OnLoad", -1, || {
+        match agent::load(jvmti::Vm(vm.cast()), &options_text(options), live) {
+            Ok(()) => 0,
+            Err(message) => {
+                eprintln!("{message}");
+                -1
+            }
+        }
+    })
+}
+
+/// Called by the JVM for `-agentpath:libjfrnative.so=OPTIONS`.
+///
+/// # Safety
+/// `vm` must be the JavaVM and `options` null or a NUL-terminated string, as the JVM passes them.
+#[no_mangle]
+pub unsafe extern "system" fn Agent_OnLoad(
+    vm: *mut c_void,
+    options: *const c_char,
+    _reserved: *mut c_void,
+) -> i32 {
+    load(vm, options, false)
+}
+
+/// Called by the JVM for `jcmd PID JVMTI.agent_load libjfrnative.so OPTIONS`.
+///
+/// # Safety
+/// As for [`Agent_OnLoad`].
+#[no_mangle]
+pub unsafe extern "system" fn Agent_OnAttach(
+    vm: *mut c_void,
+    options: *const c_char,
+    _reserved: *mut c_void,
+) -> i32 {
+    load(vm, options, true)
+}
+
+/// Called when the JVM unloads the agent; the file was finished at VMDeath.
+#[no_mangle]
+pub extern "system" fn Agent_OnUnload(_vm: *mut c_void) {}

@@ -4,3 +4,4 @@
 pub mod golden;
 pub mod jdk;
 pub mod readers;
+pub mod workload;

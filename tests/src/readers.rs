@@ -59,9 +59,9 @@ pub fn run(cmd: &mut Command) -> Result<String, String> {
 
 /// Reads `path` with `jfr print --json` of `jdk`.
 pub fn jfr_json(jdk: &Jdk, path: &Path) -> Result<Reading, String> {
+    // `jfr print` keeps only the top 5 frames of a stack unless told otherwise.
     let text = run(Command::new(jdk.tool("jfr"))
-        .arg("print")
-        .arg("--json")
+        .args(["print", "--json", "--stack-depth", "100000"])
         .arg(path))?;
     let json: Value = serde_json::from_str(&text)
         .map_err(|e| format!("invalid JSON from {}: {e}", jdk.name()))?;

@@ -9,6 +9,7 @@ cd "$(dirname "$0")/../.."
 
 apt_packages=()
 command -v gcc >/dev/null || apt_packages+=(gcc)
+command -v nm >/dev/null || apt_packages+=(binutils)
 command -v python3 >/dev/null || apt_packages+=(python3 python3-venv)
 jdk17=${JDK17_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
 [ -x "$jdk17/bin/jfr" ] && [ -x "$jdk17/bin/javac" ] || apt_packages+=(openjdk-17-jdk-headless)

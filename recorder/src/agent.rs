@@ -1,0 +1,343 @@
+//! The agent's lifecycle: load (options, JVMTI, signal), VM start (prime methods, start the
+//! writer), one timer per Java thread (ThreadStart/ThreadEnd), and stop (VMDeath).
+
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::thread::JoinHandle;
+
+use crate::drain::{self, Drain, DRAIN_PERIOD};
+use crate::jvmti::sys::*;
+use crate::jvmti::{JObject, Jni, JniEnv, Jvmti, JvmtiEnvPtr, JvmtiEventCallbacks, Vm};
+use crate::options::{self, Options};
+use crate::os::{self, ThreadTimer};
+use crate::signal::{self, RECORDING};
+use crate::slots::{Slot, SLOTS};
+use crate::{agct, ffi_guard};
+
+struct Agent {
+    vm: Vm,
+    jvmti: Jvmti,
+    options: Options,
+    signal: i32,
+    drain: Mutex<Option<JoinHandle<()>>>,
+    stop: AtomicBool,
+}
+
+static AGENT: OnceLock<Agent> = OnceLock::new();
+/// The writer thread's tid: it is attached to the VM but never sampled.
+static DRAIN_TID: AtomicI32 = AtomicI32::new(0);
+
+fn timestamp() -> String {
+    let secs = os::realtime_ns() / 1_000_000_000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm), UTC.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Agent_OnLoad / Agent_OnAttach: everything that can fail with a message for the user.
+pub fn load(vm: Vm, option_text: &str, live: bool) -> Result<(), String> {
+    if AGENT.get().is_some() {
+        return Err("jfr-native: the agent is already loaded in this JVM".into());
+    }
+    let options =
+        options::parse(option_text, std::process::id(), &timestamp()).map_err(|e| e.to_string())?;
+    // Fail now, not at the first chunk, if the file cannot be written.
+    std::fs::File::create(&options.file)
+        .map_err(|e| format!("jfr-native: cannot write file={}: {e}", options.file))?;
+    let jvmti = vm.jvmti().ok_or("jfr-native: JVMTI 1.2 is not available")?;
+    jvmti
+        .add_capabilities(&[CAN_GET_LINE_NUMBERS])
+        .map_err(|e| format!("jfr-native: JVMTI refused the line-number capability (error {e})"))?;
+    let signal = match options.signal {
+        Some(s) if !os::signal_is_free(s) => {
+            return Err(format!(
+                "jfr-native: bad agent option 'signal': signal {s} already has a handler"
+            ))
+        }
+        Some(s) => s,
+        None => os::free_realtime_signal()
+            .ok_or("jfr-native: no free real-time signal for the timers")?,
+    };
+    if !agct::resolve() {
+        return Err(
+            "jfr-native: this JVM does not export AsyncGetCallTrace (HotSpot 17 to 25 do)".into(),
+        );
+    }
+    os::install_handler(signal, signal::on_sample)
+        .map_err(|e| format!("jfr-native: installing the handler for signal {signal}: {e}"))?;
+
+    let mut callbacks = JvmtiEventCallbacks::default();
+    // SAFETY: each function has the exact signature JVMTI calls the slot with (jvmti.h); the
+    // struct stores them as untyped `fn()` pointers.
+    unsafe {
+        callbacks.VMInit = Some(std::mem::transmute::<
+            extern "system" fn(JvmtiEnvPtr, JniEnv, JObject),
+            unsafe extern "system" fn(),
+        >(on_vm_init));
+        callbacks.VMDeath = Some(std::mem::transmute::<
+            extern "system" fn(JvmtiEnvPtr, JniEnv),
+            unsafe extern "system" fn(),
+        >(on_vm_death));
+        callbacks.ThreadStart = Some(std::mem::transmute::<
+            extern "system" fn(JvmtiEnvPtr, JniEnv, JObject),
+            unsafe extern "system" fn(),
+        >(on_thread_start));
+        callbacks.ThreadEnd = Some(std::mem::transmute::<
+            extern "system" fn(JvmtiEnvPtr, JniEnv, JObject),
+            unsafe extern "system" fn(),
+        >(on_thread_end));
+        callbacks.ClassLoad = Some(std::mem::transmute::<
+            extern "system" fn(JvmtiEnvPtr, JniEnv, JObject, JObject),
+            unsafe extern "system" fn(),
+        >(on_class_load));
+        callbacks.ClassPrepare = Some(std::mem::transmute::<
+            extern "system" fn(JvmtiEnvPtr, JniEnv, JObject, JObject),
+            unsafe extern "system" fn(),
+        >(on_class_prepare));
+    }
+    jvmti
+        .set_event_callbacks(&callbacks)
+        .map_err(|e| format!("jfr-native: SetEventCallbacks failed ({e})"))?;
+    let agent = Agent {
+        vm,
+        jvmti,
+        options,
+        signal,
+        drain: Mutex::new(None),
+        stop: AtomicBool::new(false),
+    };
+    let agent = AGENT.get_or_init(|| agent);
+    for event in [JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH] {
+        agent
+            .jvmti
+            .enable_event(event)
+            .map_err(|e| format!("jfr-native: enabling event {event} failed ({e})"))?;
+    }
+    if live {
+        start(agent, None)?;
+    }
+    Ok(())
+}
+
+/// Primes jmethodIDs, enables the events AsyncGetCallTrace needs, starts the writer, and arms
+/// the calling thread if it is a Java thread (`thread_env`).
+fn start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> Result<(), String> {
+    // AsyncGetCallTrace returns -1 for every sample unless ClassLoad is enabled, and null method
+    // ids unless jmethodIDs exist: create them for every loaded class now, new ones on prepare.
+    for event in [
+        JVMTI_EVENT_CLASS_LOAD,
+        JVMTI_EVENT_CLASS_PREPARE,
+        JVMTI_EVENT_THREAD_START,
+        JVMTI_EVENT_THREAD_END,
+    ] {
+        agent
+            .jvmti
+            .enable_event(event)
+            .map_err(|e| format!("jfr-native: enabling event {event} failed ({e})"))?;
+    }
+    for class in agent.jvmti.loaded_classes().unwrap_or_default() {
+        let _ = agent.jvmti.class_methods(class);
+    }
+    let clock = drain::clock();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+    let handle = std::thread::Builder::new()
+        .name("jfr-native writer".into())
+        .spawn(move || run_drain(agent, clock, ready_tx))
+        .map_err(|e| format!("jfr-native: cannot start the writer thread: {e}"))?;
+    let ready = ready_rx
+        .recv()
+        .unwrap_or_else(|_| Err("jfr-native: the writer thread died".into()));
+    if let Ok(mut d) = agent.drain.lock() {
+        *d = Some(handle);
+    }
+    ready?;
+    RECORDING.store(true, std::sync::atomic::Ordering::Release);
+    if let Some((env, thread)) = this_thread {
+        register_current_thread(agent, env, thread);
+    }
+    Ok(())
+}
+
+fn run_drain(
+    agent: &'static Agent,
+    clock: jfr_writer::Clock,
+    ready: std::sync::mpsc::Sender<Result<(), String>>,
+) {
+    DRAIN_TID.store(os::gettid(), Ordering::Release);
+    // Attached so that JVMTI calls (method names, line tables) are made from a VM thread.
+    let attached = agent
+        .vm
+        .attach_current_thread_as_daemon(c"jfr-native writer")
+        .is_some();
+    let mut drain = match Drain::new(agent.jvmti, agent.options.clone(), clock) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = ready.send(Err(format!(
+                "jfr-native: cannot write {}: {e}",
+                agent.options.file
+            )));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(()));
+    while !agent.stop.load(Ordering::Acquire) {
+        std::thread::park_timeout(DRAIN_PERIOD);
+        drain.refresh_code_map();
+        drain.drain_all();
+        if let Err(e) = drain.maybe_rotate() {
+            eprintln!(
+                "jfr-native: writing {} failed, recording stops: {e}",
+                agent.options.file
+            );
+            RECORDING.store(false, Ordering::Release);
+            break;
+        }
+    }
+    let chunks_before = drain.totals().chunks;
+    let (summary, result) = drain.finish();
+    match result {
+        Ok(_) => eprintln!(
+            "{}",
+            drain::summary_text(&agent.options.file, &summary, chunks_before + 1)
+        ),
+        Err(e) => eprintln!("jfr-native: finishing {} failed: {e}", agent.options.file),
+    }
+    if attached {
+        agent.vm.detach_current_thread();
+    }
+}
+
+/// Creates the calling thread's slot and arms its CPU timer.
+fn register_current_thread(agent: &'static Agent, env: JniEnv, thread: JObject) {
+    let tid = os::gettid();
+    if tid == DRAIN_TID.load(Ordering::Acquire) || !RECORDING.load(Ordering::Acquire) {
+        return;
+    }
+    let name = agent.jvmti.thread_name(thread).unwrap_or_default();
+    let java_id = Jni(env).java_thread_id(thread).unwrap_or(0);
+    let o = &agent.options;
+    let slot: &'static Slot = Box::leak(Box::new(Slot::new(
+        tid,
+        env,
+        name,
+        java_id,
+        o.depth,
+        o.native_depth,
+    )));
+    if let Ok(mut slots) = SLOTS.lock() {
+        slots.push(slot);
+    }
+    match ThreadTimer::create(tid, agent.signal, slot.as_signal_value()) {
+        Ok(timer) => {
+            if let Err(e) = timer.arm(o.interval_ns) {
+                eprintln!("jfr-native: arming the CPU timer of thread {tid} failed: {e}");
+                timer.delete();
+            } else if let Ok(mut t) = slot.timer.lock() {
+                *t = Some(timer);
+            }
+        }
+        Err(e) => eprintln!("jfr-native: creating the CPU timer of thread {tid} failed: {e}"),
+    }
+}
+
+fn unregister_current_thread() {
+    let tid = os::gettid();
+    let slots: Vec<&'static Slot> = SLOTS.lock().map(|s| s.clone()).unwrap_or_default();
+    for slot in slots
+        .iter()
+        .filter(|s| s.tid == tid && !s.ended.load(Ordering::Acquire))
+    {
+        if let Some(timer) = slot.timer.lock().ok().and_then(|mut t| t.take()) {
+            timer.delete();
+        }
+        slot.ended.store(true, Ordering::Release);
+    }
+}
+
+/// Stops sampling, deletes every timer, and lets the writer finish the file.
+fn stop(agent: &'static Agent) {
+    RECORDING.store(false, Ordering::Release);
+    let slots: Vec<&'static Slot> = SLOTS.lock().map(|s| s.clone()).unwrap_or_default();
+    for slot in slots {
+        if let Some(timer) = slot.timer.lock().ok().and_then(|mut t| t.take()) {
+            timer.delete();
+        }
+    }
+    agent.stop.store(true, Ordering::Release);
+    if let Some(handle) = agent.drain.lock().ok().and_then(|mut d| d.take()) {
+        handle.thread().unpark();
+        let _ = handle.join();
+    }
+}
+
+extern "system" fn on_vm_init(_jvmti: JvmtiEnvPtr, env: JniEnv, thread: JObject) {
+    ffi_guard("VMInit", (), || {
+        if let Some(agent) = AGENT.get() {
+            if let Err(e) = start(agent, Some((env, thread))) {
+                eprintln!("{e}; recording is off");
+            }
+        }
+    })
+}
+
+extern "system" fn on_vm_death(_jvmti: JvmtiEnvPtr, _env: JniEnv) {
+    ffi_guard("VMDeath", (), || {
+        if let Some(agent) = AGENT.get() {
+            stop(agent);
+        }
+    })
+}
+
+extern "system" fn on_thread_start(_jvmti: JvmtiEnvPtr, env: JniEnv, thread: JObject) {
+    ffi_guard("ThreadStart", (), || {
+        if let Some(agent) = AGENT.get() {
+            register_current_thread(agent, env, thread);
+        }
+    })
+}
+
+extern "system" fn on_thread_end(_jvmti: JvmtiEnvPtr, _env: JniEnv, _thread: JObject) {
+    ffi_guard("ThreadEnd", (), unregister_current_thread)
+}
+
+/// Must be enabled for AsyncGetCallTrace to work; nothing to do.
+extern "system" fn on_class_load(
+    _jvmti: JvmtiEnvPtr,
+    _env: JniEnv,
+    _thread: JObject,
+    _class: JObject,
+) {
+}
+
+extern "system" fn on_class_prepare(
+    _jvmti: JvmtiEnvPtr,
+    _env: JniEnv,
+    _thread: JObject,
+    class: JObject,
+) {
+    ffi_guard("ClassPrepare", (), || {
+        if let Some(agent) = AGENT.get() {
+            let _ = agent.jvmti.class_methods(class);
+        }
+    })
+}
+
+/// Called when an entry point panicked: sampling stops for good (the JVM keeps running).
+pub fn disable(what: &str) {
+    RECORDING.store(false, Ordering::Release);
+    eprintln!("jfr-native: internal error in {what}; sampling is disabled");
+}

@@ -1,0 +1,358 @@
+//! The writer thread: every few milliseconds it empties every thread's ring, turns records into
+//! `jdk.CPUTimeSample` events (resolving jmethodIDs through JVMTI), reports drops as
+//! `jdk.CPUTimeSamplesLost`, keeps the code map current, writes `jdk.NativeLibrary` events in
+//! every chunk and for libraries loaded later, and rotates chunks. It may allocate and lock.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use jfr_writer::*;
+
+use crate::codemap::{self, CodeMap, Library};
+use crate::jvmti::Jvmti;
+use crate::methods::Methods;
+use crate::options::Options;
+use crate::os;
+use crate::signal::unpack_meta;
+use crate::slots::{Slot, RECORD_HEADER_WORDS, SLOTS};
+use crate::stats::{self, STATS};
+
+/// How often the rings are emptied.
+pub const DRAIN_PERIOD: Duration = Duration::from_millis(10);
+
+/// Microsecond ticks: 1 µs resolution, and a repeated sample costs 13–16 bytes.
+const TICKS_PER_SECOND: u64 = 1_000_000;
+
+/// The file's clock: microseconds of CLOCK_MONOTONIC, anchored to the wall clock at start.
+pub fn clock() -> Clock {
+    let (mono, wall) = (os::monotonic_ns(), os::realtime_ns());
+    Clock {
+        ticks_per_second: TICKS_PER_SECOND,
+        origin_ticks: mono / 1_000,
+        origin_epoch_nanos: wall,
+    }
+}
+
+fn ticks_now() -> i64 {
+    os::monotonic_ns() / 1_000
+}
+
+/// Per-thread state of the drain.
+struct ThreadState {
+    thread: ThreadId,
+    reported_drops: u64,
+}
+
+/// Totals for the summary printed at the end.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Summary {
+    /// Samples written.
+    pub samples: u64,
+    /// Sum of `samplingPeriod`, ns.
+    pub cpu_ns: u64,
+    /// Samples lost (ring full).
+    pub lost: u64,
+    /// Samples whose Java stack could not be taken.
+    pub failed: u64,
+}
+
+/// The drain's state.
+pub struct Drain {
+    rec: Recording<File>,
+    jvmti: Jvmti,
+    options: Options,
+    methods: Methods,
+    threads: HashMap<usize, ThreadState>,
+    map: &'static CodeMap,
+    map_generation: u64,
+    libraries_written: HashSet<(String, u64, u64)>,
+    build_ids: HashMap<(String, u64), Option<String>>,
+    chunk_start_ns: i64,
+    record: Vec<u64>,
+    java: Vec<Frame>,
+    summary: Summary,
+}
+
+impl Drain {
+    /// Opens the output and writes the first chunk's context.
+    pub fn new(jvmti: Jvmti, options: Options, clock: Clock) -> io::Result<Drain> {
+        let file = File::create(&options.file)?;
+        let rec = Recording::new(
+            file,
+            RecordingOptions {
+                clock,
+                native_stack_encoding: NativeStackEncoding::Pooled,
+            },
+            ticks_now(),
+        )
+        .map_err(io::Error::other)?;
+        let map_generation = os::loaded_objects_generation();
+        let map = codemap::publish(CodeMap::read_self()?);
+        let mut d = Drain {
+            rec,
+            jvmti,
+            options,
+            methods: Methods::default(),
+            threads: HashMap::new(),
+            map,
+            map_generation,
+            libraries_written: HashSet::new(),
+            build_ids: HashMap::new(),
+            chunk_start_ns: os::monotonic_ns(),
+            record: Vec::new(),
+            java: Vec::new(),
+            summary: Summary::default(),
+        };
+        d.start_chunk();
+        Ok(d)
+    }
+
+    /// Re-reads the code map if a library was loaded or unloaded.
+    pub fn refresh_code_map(&mut self) {
+        let generation = os::loaded_objects_generation();
+        if generation == self.map_generation {
+            return;
+        }
+        if let Ok(map) = CodeMap::read_self() {
+            self.map_generation = generation;
+            self.map = codemap::publish(map);
+            self.write_libraries();
+        }
+    }
+
+    fn build_id(&mut self, lib: &Library) -> Option<String> {
+        self.build_ids
+            .entry((lib.path.clone(), lib.inode))
+            .or_insert_with(|| {
+                let file = File::open(&lib.path).ok()?;
+                let data = object::read::ReadCache::new(file);
+                let elf = object::File::parse(&data).ok()?;
+                let id = object::Object::build_id(&elf).ok()??;
+                Some(id.iter().map(|b| format!("{b:02x}")).collect())
+            })
+            .clone()
+    }
+
+    /// `jdk.NativeLibrary` for every library of the current map not yet written in this chunk.
+    fn write_libraries(&mut self) {
+        let now = ticks_now();
+        for lib in self.map.libraries.clone() {
+            if !self
+                .libraries_written
+                .insert((lib.path.clone(), lib.base, lib.top))
+            {
+                continue;
+            }
+            let build_id = self.build_id(&lib);
+            self.rec.write(&NativeLibrary {
+                start_ticks: now,
+                name: &lib.path,
+                base_address: lib.base,
+                top_address: lib.top,
+                build_id: build_id.as_deref(),
+                file_offset: lib.file_offset,
+            });
+        }
+    }
+
+    /// What every chunk repeats: the recording, its settings, the system, the libraries.
+    fn start_chunk(&mut self) {
+        let now = ticks_now();
+        let sample_type = self.rec.event_type_id(EventType::CpuTimeSample) as i64;
+        self.rec.write(&ActiveRecording {
+            start_ticks: now,
+            id: 1,
+            name: "jfr-native",
+            destination: Some(&self.options.file),
+            disk: true,
+            max_age_ms: 0,
+            flush_interval_ms: (self.options.chunk.duration_ns / 1_000_000) as i64,
+            max_size_bytes: 0,
+            recording_start_ms: self.rec.options().clock.origin_epoch_nanos / 1_000_000,
+            recording_duration_ms: 0,
+        });
+        for (name, value) in self.options.given.clone() {
+            self.rec.write(&ActiveSetting {
+                start_ticks: now,
+                event_type_id: sample_type,
+                name: &name,
+                value: &value,
+            });
+        }
+        let os_version = std::fs::read_to_string("/proc/version").unwrap_or_default();
+        self.rec.write(&OsInformation {
+            start_ticks: now,
+            os_version: os_version.trim(),
+        });
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let model = cpuinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("model name"))
+            .map(|l| l.trim_start_matches([' ', '\t', ':']));
+        let hw_threads = std::thread::available_parallelism().map_or(0, |n| n.get() as u32);
+        self.rec.write(&CpuInformation {
+            start_ticks: now,
+            cpu: std::env::consts::ARCH,
+            description: model.unwrap_or(""),
+            sockets: 0,
+            cores: 0,
+            hw_threads,
+        });
+        self.libraries_written.clear();
+        self.write_libraries();
+    }
+
+    fn thread_id(&mut self, slot: &'static Slot) -> ThreadId {
+        let key = slot as *const Slot as usize;
+        if let Some(t) = self.threads.get(&key) {
+            return t.thread;
+        }
+        let name: Box<str> = slot.name.as_str().into();
+        let thread = self.rec.thread(Thread {
+            os_name: Some(name.clone()),
+            os_thread_id: i64::from(slot.tid),
+            java_name: Some(name),
+            java_thread_id: slot.java_id,
+            group: None,
+            is_virtual: false,
+        });
+        self.threads.insert(
+            key,
+            ThreadState {
+                thread,
+                reported_drops: 0,
+            },
+        );
+        thread
+    }
+
+    /// Empties every ring.
+    pub fn drain_all(&mut self) {
+        let slots: Vec<&'static Slot> = SLOTS.lock().map(|s| s.clone()).unwrap_or_default();
+        for slot in slots {
+            let thread = self.thread_id(slot);
+            let mut record = std::mem::take(&mut self.record);
+            while slot.ring.pop(&mut record) {
+                self.write_sample(thread, &record);
+            }
+            self.record = record;
+            let drops = slot.dropped.load(Ordering::Relaxed);
+            let state = self.threads.get_mut(&(slot as *const Slot as usize));
+            if let Some(state) = state {
+                let lost = drops.saturating_sub(state.reported_drops);
+                if lost > 0 {
+                    state.reported_drops = drops;
+                    self.summary.lost += lost;
+                    self.rec.write(&CpuTimeSamplesLost {
+                        start_ticks: ticks_now(),
+                        lost_samples: i32::try_from(lost).unwrap_or(i32::MAX),
+                        thread: Some(thread),
+                        reason: "sample buffer full",
+                    });
+                }
+            }
+        }
+    }
+
+    fn write_sample(&mut self, thread: ThreadId, r: &[u64]) {
+        let (Some(&time_ns), Some(&weight), Some(&meta)) = (r.first(), r.get(1), r.get(2)) else {
+            return;
+        };
+        let (agct_code, stop, native_count) = unpack_meta(meta);
+        let pcs = r
+            .get(RECORD_HEADER_WORDS..RECORD_HEADER_WORDS + native_count)
+            .unwrap_or_default();
+        let java_words = r
+            .get(RECORD_HEADER_WORDS + native_count..)
+            .unwrap_or_default();
+        self.java.clear();
+        for pair in java_words.chunks_exact(2) {
+            let frame = self.methods.frame(
+                &self.jvmti,
+                &mut self.rec,
+                pair[0] as i64 as i32,
+                pair[1] as *mut _,
+            );
+            self.java.push(frame);
+        }
+        let failed = agct_code < 0;
+        let stack_trace = (!failed).then(|| {
+            let truncated = self.java.len() >= self.options.depth;
+            self.rec.stack_trace(&self.java, truncated)
+        });
+        let native = self.rec.native_stack_trace(pcs, stop.truncated());
+        let period_ns = self.options.interval_ns.saturating_mul(weight);
+        self.rec.write(&CpuTimeSample {
+            start_ticks: (time_ns as i64) / 1_000,
+            stack_trace,
+            thread: Some(thread),
+            failed,
+            sampling_period_ticks: period_ns / 1_000,
+            biased: false,
+            native_stack_trace: Some(native),
+        });
+        self.summary.samples += 1;
+        self.summary.cpu_ns += period_ns;
+        self.summary.failed += u64::from(failed);
+    }
+
+    /// Rotates the chunk if it is old or large enough.
+    pub fn maybe_rotate(&mut self) -> jfr_writer::Result<()> {
+        let now_ns = os::monotonic_ns();
+        let policy = self.options.chunk;
+        let old =
+            policy.duration_ns > 0 && (now_ns - self.chunk_start_ns) as u64 >= policy.duration_ns;
+        let large =
+            policy.size_bytes > 0 && self.rec.chunk_event_bytes() as u64 >= policy.size_bytes;
+        if old || large {
+            self.rec.rotate(ticks_now())?;
+            self.chunk_start_ns = now_ns;
+            self.start_chunk();
+        }
+        Ok(())
+    }
+
+    /// Writes the last chunk and returns the totals.
+    pub fn finish(mut self) -> (Summary, jfr_writer::Result<Totals>) {
+        self.drain_all();
+        let summary = self.summary;
+        let result = self.rec.finish(ticks_now()).map(|_| Totals::default());
+        (summary, result)
+    }
+
+    /// Totals written so far.
+    pub fn totals(&self) -> Totals {
+        self.rec.totals()
+    }
+}
+
+/// The summary printed to stderr when recording ends.
+pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
+    let mut text = format!(
+        "jfr-native: wrote {file}: {} samples ({:.1} CPU-s) in {chunks} chunks; lost {} (sample buffer full); \
+         Java stack failed {}; native stack truncated {}",
+        s.samples,
+        s.cpu_ns as f64 / 1e9,
+        s.lost,
+        s.failed,
+        STATS.native_truncated.load(Ordering::Relaxed),
+    );
+    for (i, c) in STATS.agct_errors.iter().enumerate() {
+        let n = c.load(Ordering::Relaxed);
+        if n > 0 {
+            let code = if i < stats::AGCT_CODES - 1 {
+                -(i as i32) - 1
+            } else {
+                0
+            };
+            text.push_str(&format!(
+                "\n  AsyncGetCallTrace {code} ({}): {n}",
+                stats::agct_reason(code)
+            ));
+        }
+    }
+    text
+}

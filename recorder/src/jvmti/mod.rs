@@ -1,0 +1,434 @@
+//! A small safe wrapper over the JVMTI and JNI calls the agent makes. The raw table layouts are
+//! generated (`sys.rs`); each function used here gets its C signature by hand, next to the call.
+
+pub mod sys;
+
+use std::ffi::{c_char, c_void, CStr};
+use std::ptr;
+
+pub use sys::JvmtiEventCallbacks;
+
+/// `JavaVM*`.
+pub type JavaVm = *mut *const sys::JniInvokeInterface;
+/// `jvmtiEnv*`.
+pub type JvmtiEnvPtr = *mut *const sys::JvmtiInterface;
+/// `JNIEnv*`.
+pub type JniEnv = *mut *const sys::JniNativeInterface;
+/// `jobject` (also `jclass`, `jthread`).
+pub type JObject = *mut c_void;
+/// `jmethodID`.
+pub type JMethodId = *mut c_void;
+
+const JVMTI_VERSION_1_2: i32 = 0x3001_0200;
+const JNI_VERSION_1_8: i32 = 0x0001_0008;
+/// `JVMTI_ENABLE`.
+const JVMTI_ENABLE: u32 = 1;
+
+/// A JVMTI error code (0 = none).
+pub type JvmtiError = u32;
+
+macro_rules! jvmti_call {
+    ($self:expr, $slot:ident, fn($($arg:ty),*) , $($val:expr),*) => {{
+        let table = $self.table();
+        let slot = table.$slot;
+        if slot.is_null() {
+            Err(99) // JVMTI_ERROR_NOT_AVAILABLE
+        } else {
+            // SAFETY: the slot is non-null and holds the JVMTI function of this name, whose C
+            // signature is the one spelled out here (jvmti.h); the environment pointer is the
+            // live one the JVM gave us.
+            let f: unsafe extern "system" fn(JvmtiEnvPtr, $($arg),*) -> JvmtiError = unsafe { std::mem::transmute(slot) };
+            // SAFETY: see above; the arguments are valid for the call (checked by callers).
+            let code = unsafe { f($self.env, $($val),*) };
+            if code == 0 { Ok(()) } else { Err(code) }
+        }
+    }};
+}
+
+/// A JVMTI environment.
+#[derive(Clone, Copy)]
+pub struct Jvmti {
+    env: JvmtiEnvPtr,
+}
+
+// SAFETY: a jvmtiEnv may be used from any thread (JVMTI spec, "Environments").
+unsafe impl Send for Jvmti {}
+// SAFETY: as above; JVMTI functions are thread-safe.
+unsafe impl Sync for Jvmti {}
+
+/// One entry of a method's line-number table.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LineNumberEntry {
+    /// First bytecode index of the line.
+    pub start_location: i64,
+    /// Source line.
+    pub line_number: i32,
+}
+
+#[repr(C)]
+struct ThreadInfoRaw {
+    name: *mut c_char,
+    priority: i32,
+    is_daemon: u8,
+    thread_group: JObject,
+    context_class_loader: JObject,
+}
+
+/// The `JavaVM` the agent was loaded into.
+#[derive(Clone, Copy)]
+pub struct Vm(pub JavaVm);
+
+// SAFETY: a JavaVM pointer is process-global and valid from any thread.
+unsafe impl Send for Vm {}
+// SAFETY: as above.
+unsafe impl Sync for Vm {}
+
+impl Vm {
+    fn invoke(&self) -> &sys::JniInvokeInterface {
+        // SAFETY: `self.0` is the JavaVM* passed to Agent_OnLoad/OnAttach, valid for the process
+        // lifetime; its first word points at the invocation table.
+        unsafe { &**self.0 }
+    }
+
+    /// The JVMTI environment (version 1.2).
+    pub fn jvmti(&self) -> Option<Jvmti> {
+        let mut env: *mut c_void = ptr::null_mut();
+        let get_env = self.invoke().GetEnv;
+        if get_env.is_null() {
+            return None;
+        }
+        // SAFETY: GetEnv has signature jint (JavaVM*, void**, jint) (jni.h).
+        let f: unsafe extern "system" fn(JavaVm, *mut *mut c_void, i32) -> i32 =
+            unsafe { std::mem::transmute(get_env) };
+        // SAFETY: valid VM pointer and out-pointer.
+        let rc = unsafe { f(self.0, &mut env, JVMTI_VERSION_1_2) };
+        (rc == 0 && !env.is_null()).then_some(Jvmti { env: env.cast() })
+    }
+
+    /// Attaches the calling native thread to the VM as a daemon named `name`.
+    pub fn attach_current_thread_as_daemon(&self, name: &CStr) -> Option<JniEnv> {
+        #[repr(C)]
+        struct AttachArgs {
+            version: i32,
+            name: *const c_char,
+            group: JObject,
+        }
+        let mut args = AttachArgs {
+            version: JNI_VERSION_1_8,
+            name: name.as_ptr(),
+            group: ptr::null_mut(),
+        };
+        let slot = self.invoke().AttachCurrentThreadAsDaemon;
+        if slot.is_null() {
+            return None;
+        }
+        let mut env: *mut c_void = ptr::null_mut();
+        // SAFETY: AttachCurrentThreadAsDaemon is jint (JavaVM*, void**, void*) (jni.h).
+        let f: unsafe extern "system" fn(JavaVm, *mut *mut c_void, *mut c_void) -> i32 =
+            unsafe { std::mem::transmute(slot) };
+        // SAFETY: valid VM, out-pointer and JavaVMAttachArgs that outlive the call.
+        let rc = unsafe { f(self.0, &mut env, (&mut args as *mut AttachArgs).cast()) };
+        (rc == 0 && !env.is_null()).then_some(env.cast())
+    }
+
+    /// Detaches the calling thread.
+    pub fn detach_current_thread(&self) {
+        let slot = self.invoke().DetachCurrentThread;
+        if !slot.is_null() {
+            // SAFETY: DetachCurrentThread is jint (JavaVM*) (jni.h).
+            let f: unsafe extern "system" fn(JavaVm) -> i32 = unsafe { std::mem::transmute(slot) };
+            // SAFETY: valid VM; called on a thread we attached.
+            unsafe { f(self.0) };
+        }
+    }
+}
+
+impl Jvmti {
+    fn table(&self) -> &sys::JvmtiInterface {
+        // SAFETY: `env` came from GetEnv and stays valid while the VM lives.
+        unsafe { &**self.env }
+    }
+
+    /// Frees memory JVMTI allocated for us.
+    fn deallocate<T>(&self, p: *mut T) {
+        if !p.is_null() {
+            let _ = jvmti_call!(self, Deallocate, fn(*mut u8), p.cast());
+        }
+    }
+
+    /// Requests capabilities by bit position (`sys::CAN_*`).
+    pub fn add_capabilities(&self, bits: &[u32]) -> Result<(), JvmtiError> {
+        let mut caps = [0u32; 4];
+        for &b in bits {
+            caps[(b / 32) as usize] |= 1 << (b % 32);
+        }
+        jvmti_call!(self, AddCapabilities, fn(*const [u32; 4]), &caps)
+    }
+
+    /// Installs the event callbacks.
+    pub fn set_event_callbacks(&self, callbacks: &JvmtiEventCallbacks) -> Result<(), JvmtiError> {
+        let size = std::mem::size_of::<JvmtiEventCallbacks>() as i32;
+        jvmti_call!(
+            self,
+            SetEventCallbacks,
+            fn(*const JvmtiEventCallbacks, i32),
+            callbacks,
+            size
+        )
+    }
+
+    /// Enables an event (`sys::JVMTI_EVENT_*`) for all threads.
+    pub fn enable_event(&self, event: u32) -> Result<(), JvmtiError> {
+        jvmti_call!(
+            self,
+            SetEventNotificationMode,
+            fn(u32, u32, JObject),
+            JVMTI_ENABLE,
+            event,
+            ptr::null_mut()
+        )
+    }
+
+    /// Every loaded class (local references).
+    pub fn loaded_classes(&self) -> Result<Vec<JObject>, JvmtiError> {
+        let mut count = 0i32;
+        let mut classes: *mut JObject = ptr::null_mut();
+        jvmti_call!(
+            self,
+            GetLoadedClasses,
+            fn(*mut i32, *mut *mut JObject),
+            &mut count,
+            &mut classes
+        )?;
+        let v = copy_array(classes, count);
+        self.deallocate(classes);
+        Ok(v)
+    }
+
+    /// The methods of a class. Calling this creates their jmethodIDs, which AsyncGetCallTrace
+    /// needs (without it, its frames carry null method ids).
+    pub fn class_methods(&self, class: JObject) -> Result<Vec<JMethodId>, JvmtiError> {
+        let mut count = 0i32;
+        let mut methods: *mut JMethodId = ptr::null_mut();
+        jvmti_call!(
+            self,
+            GetClassMethods,
+            fn(JObject, *mut i32, *mut *mut JMethodId),
+            class,
+            &mut count,
+            &mut methods
+        )?;
+        let v = copy_array(methods, count);
+        self.deallocate(methods);
+        Ok(v)
+    }
+
+    /// A method's name and descriptor.
+    pub fn method_name(&self, method: JMethodId) -> Result<(String, String), JvmtiError> {
+        let (mut name, mut sig): (*mut c_char, *mut c_char) = (ptr::null_mut(), ptr::null_mut());
+        jvmti_call!(
+            self,
+            GetMethodName,
+            fn(JMethodId, *mut *mut c_char, *mut *mut c_char, *mut *mut c_char),
+            method,
+            &mut name,
+            &mut sig,
+            ptr::null_mut()
+        )?;
+        let r = (self.take_string(name), self.take_string(sig));
+        Ok(r)
+    }
+
+    /// A method's access flags.
+    pub fn method_modifiers(&self, method: JMethodId) -> Result<i32, JvmtiError> {
+        let mut m = 0i32;
+        jvmti_call!(
+            self,
+            GetMethodModifiers,
+            fn(JMethodId, *mut i32),
+            method,
+            &mut m
+        )?;
+        Ok(m)
+    }
+
+    /// The class declaring a method (a local reference).
+    pub fn method_declaring_class(&self, method: JMethodId) -> Result<JObject, JvmtiError> {
+        let mut class: JObject = ptr::null_mut();
+        jvmti_call!(
+            self,
+            GetMethodDeclaringClass,
+            fn(JMethodId, *mut JObject),
+            method,
+            &mut class
+        )?;
+        Ok(class)
+    }
+
+    /// A class's JVM signature, e.g. `Ljava/lang/String;`.
+    pub fn class_signature(&self, class: JObject) -> Result<String, JvmtiError> {
+        let mut sig: *mut c_char = ptr::null_mut();
+        jvmti_call!(
+            self,
+            GetClassSignature,
+            fn(JObject, *mut *mut c_char, *mut *mut c_char),
+            class,
+            &mut sig,
+            ptr::null_mut()
+        )?;
+        Ok(self.take_string(sig))
+    }
+
+    /// A method's line-number table (empty if it has none).
+    pub fn line_number_table(&self, method: JMethodId) -> Vec<LineNumberEntry> {
+        let mut count = 0i32;
+        let mut table: *mut LineNumberEntry = ptr::null_mut();
+        match jvmti_call!(
+            self,
+            GetLineNumberTable,
+            fn(JMethodId, *mut i32, *mut *mut LineNumberEntry),
+            method,
+            &mut count,
+            &mut table
+        ) {
+            Ok(()) => {
+                let v = copy_array(table, count);
+                self.deallocate(table);
+                v
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// A thread's name (null `thread` = the current thread).
+    pub fn thread_name(&self, thread: JObject) -> Option<String> {
+        let mut info = ThreadInfoRaw {
+            name: ptr::null_mut(),
+            priority: 0,
+            is_daemon: 0,
+            thread_group: ptr::null_mut(),
+            context_class_loader: ptr::null_mut(),
+        };
+        jvmti_call!(
+            self,
+            GetThreadInfo,
+            fn(JObject, *mut ThreadInfoRaw),
+            thread,
+            &mut info
+        )
+        .ok()?;
+        Some(self.take_string(info.name))
+    }
+
+    fn take_string(&self, p: *mut c_char) -> String {
+        if p.is_null() {
+            return String::new();
+        }
+        // SAFETY: JVMTI returned a NUL-terminated modified-UTF-8 string it allocated.
+        let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        self.deallocate(p);
+        s
+    }
+}
+
+fn copy_array<T: Copy>(p: *const T, count: i32) -> Vec<T> {
+    if p.is_null() || count <= 0 {
+        return Vec::new();
+    }
+    // SAFETY: JVMTI returned an array of `count` elements at `p`.
+    unsafe { std::slice::from_raw_parts(p, count as usize) }.to_vec()
+}
+
+/// JNI calls on the current thread's `JNIEnv`.
+pub struct Jni(pub JniEnv);
+
+impl Jni {
+    fn table(&self) -> &sys::JniNativeInterface {
+        // SAFETY: a JNIEnv handed to us by the JVM for the current thread.
+        unsafe { &**self.0 }
+    }
+
+    /// `Thread.getId()` of `thread` (a `java.lang.Thread`), if it can be called.
+    pub fn java_thread_id(&self, thread: JObject) -> Option<i64> {
+        let t = self.table();
+        if [
+            t.GetObjectClass,
+            t.GetMethodID,
+            t.CallLongMethodA,
+            t.ExceptionCheck,
+            t.ExceptionClear,
+            t.DeleteLocalRef,
+        ]
+        .iter()
+        .any(|p| p.is_null())
+            || thread.is_null()
+        {
+            return None;
+        }
+        // SAFETY: the slots are non-null JNI functions with these signatures (jni.h).
+        unsafe {
+            let get_object_class: unsafe extern "system" fn(JniEnv, JObject) -> JObject =
+                std::mem::transmute(t.GetObjectClass);
+            let get_method_id: unsafe extern "system" fn(
+                JniEnv,
+                JObject,
+                *const c_char,
+                *const c_char,
+            ) -> JMethodId = std::mem::transmute(t.GetMethodID);
+            let call_long: unsafe extern "system" fn(
+                JniEnv,
+                JObject,
+                JMethodId,
+                *const u64,
+            ) -> i64 = std::mem::transmute(t.CallLongMethodA);
+            let exception_check: unsafe extern "system" fn(JniEnv) -> u8 =
+                std::mem::transmute(t.ExceptionCheck);
+            let exception_clear: unsafe extern "system" fn(JniEnv) =
+                std::mem::transmute(t.ExceptionClear);
+            let delete_local_ref: unsafe extern "system" fn(JniEnv, JObject) =
+                std::mem::transmute(t.DeleteLocalRef);
+            let class = get_object_class(self.0, thread);
+            if class.is_null() {
+                exception_clear(self.0);
+                return None;
+            }
+            let method = get_method_id(self.0, class, c"getId".as_ptr(), c"()J".as_ptr());
+            let id = if method.is_null() {
+                None
+            } else {
+                Some(call_long(self.0, thread, method, ptr::null()))
+            };
+            delete_local_ref(self.0, class);
+            if exception_check(self.0) != 0 {
+                exception_clear(self.0);
+                return None;
+            }
+            id
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sys::*;
+    use std::mem::{offset_of, size_of};
+
+    /// Slot positions from jvmti.h / jni.h ("N : Name" comments are 1-based).
+    #[test]
+    fn generated_layouts_match_the_headers() {
+        assert_eq!(offset_of!(JvmtiInterface, SetEventNotificationMode), 8);
+        assert_eq!(offset_of!(JvmtiInterface, GetClassMethods), 51 * 8);
+        assert_eq!(offset_of!(JvmtiInterface, GetLineNumberTable), 69 * 8);
+        assert_eq!(offset_of!(JvmtiInterface, AddCapabilities), 141 * 8);
+        assert_eq!(size_of::<JvmtiInterface>(), 156 * 8);
+        assert_eq!(offset_of!(JniInvokeInterface, GetEnv), 6 * 8);
+        assert_eq!(offset_of!(JniNativeInterface, GetVersion), 4 * 8);
+        assert_eq!(offset_of!(JniNativeInterface, GetMethodID), 33 * 8);
+        assert_eq!(offset_of!(JvmtiEventCallbacks, VMInit), 0);
+        assert_eq!(offset_of!(JvmtiEventCallbacks, ThreadStart), 2 * 8);
+        assert_eq!(offset_of!(JvmtiEventCallbacks, ClassPrepare), 6 * 8);
+        assert_eq!(CAN_GENERATE_ALL_CLASS_HOOK_EVENTS, 26);
+        assert_eq!(JVMTI_EVENT_CLASS_LOAD, 55);
+    }
+}

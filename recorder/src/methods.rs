@@ -1,0 +1,187 @@
+//! jmethodID → `jdk.types.Method` with its line table, resolved once per method through JVMTI on
+//! the drain thread, soon after the sample (a jmethodID of an unloaded class resolves to an error,
+//! which is written as an unknown frame rather than guessed).
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use jfr_writer::{Class, Frame, FrameType, Method, MethodId, Package, Recording};
+
+use crate::jvmti::{JMethodId, Jvmti, LineNumberEntry};
+
+/// JVM access flag of native methods.
+const ACC_NATIVE: i32 = 0x100;
+
+struct Resolved {
+    method: MethodId,
+    lines: Vec<LineNumberEntry>,
+    native: bool,
+}
+
+/// The cache.
+#[derive(Default)]
+pub struct Methods {
+    resolved: HashMap<usize, Option<Resolved>>,
+    unknown: Option<MethodId>,
+}
+
+/// `Lcom/foo/Bar;` → `com/foo/Bar`; other signatures (arrays, primitives) are kept.
+pub fn class_name_from_signature(sig: &str) -> &str {
+    sig.strip_prefix('L')
+        .and_then(|s| s.strip_suffix(';'))
+        .unwrap_or(sig)
+}
+
+/// The source line of bytecode index `bci`: the entry with the largest start at or before it.
+pub fn line_of(lines: &[LineNumberEntry], bci: i32) -> i32 {
+    lines
+        .iter()
+        .filter(|e| e.start_location <= i64::from(bci))
+        .max_by_key(|e| e.start_location)
+        .map_or(-1, |e| e.line_number)
+}
+
+impl Methods {
+    fn resolve<W: Write>(
+        &mut self,
+        jvmti: &Jvmti,
+        rec: &mut Recording<W>,
+        id: JMethodId,
+    ) -> Option<&Resolved> {
+        self.resolved
+            .entry(id as usize)
+            .or_insert_with(|| {
+                if id.is_null() {
+                    return None;
+                }
+                let (name, descriptor) = jvmti.method_name(id).ok()?;
+                let modifiers = jvmti.method_modifiers(id).unwrap_or(0);
+                let class = jvmti.method_declaring_class(id).ok()?;
+                let signature = jvmti.class_signature(class).ok()?;
+                let class_name = class_name_from_signature(&signature);
+                let package_name = class_name.rsplit_once('/').map_or("", |(p, _)| p);
+                let package_symbol = rec.symbol(package_name);
+                let package = rec.package(Package {
+                    name: package_symbol,
+                    module: None,
+                    exported: true,
+                });
+                let class_symbol = rec.symbol(class_name);
+                let class = rec.class(Class {
+                    class_loader: None,
+                    name: class_symbol,
+                    package: Some(package),
+                    modifiers: 0,
+                    hidden: false,
+                });
+                let (name, descriptor) = (rec.symbol(&name), rec.symbol(&descriptor));
+                let method = rec.method(Method {
+                    class,
+                    name,
+                    descriptor,
+                    modifiers,
+                    hidden: false,
+                });
+                let native = modifiers & ACC_NATIVE != 0;
+                let lines = if native {
+                    Vec::new()
+                } else {
+                    jvmti.line_number_table(id)
+                };
+                Some(Resolved {
+                    method,
+                    lines,
+                    native,
+                })
+            })
+            .as_ref()
+    }
+
+    /// A placeholder for frames whose method cannot be resolved: class `<unknown>`.
+    fn unknown<W: Write>(&mut self, rec: &mut Recording<W>) -> MethodId {
+        *self.unknown.get_or_insert_with(|| {
+            let name = rec.symbol("<unknown>");
+            let class = rec.class(Class {
+                class_loader: None,
+                name,
+                package: None,
+                modifiers: 0,
+                hidden: false,
+            });
+            let descriptor = rec.symbol("()V");
+            rec.method(Method {
+                class,
+                name,
+                descriptor,
+                modifiers: 0,
+                hidden: false,
+            })
+        })
+    }
+
+    /// The JFR frame for an AsyncGetCallTrace frame (`bci` is its `lineno`). AsyncGetCallTrace
+    /// does not say whether a frame was interpreted, compiled or inlined: such frames are
+    /// "Unknown"; native methods are "Native".
+    pub fn frame<W: Write>(
+        &mut self,
+        jvmti: &Jvmti,
+        rec: &mut Recording<W>,
+        bci: i32,
+        id: JMethodId,
+    ) -> Frame {
+        match self.resolve(jvmti, rec, id) {
+            Some(r) => {
+                let native = r.native || bci == -3;
+                Frame {
+                    method: r.method,
+                    line: if native { -1 } else { line_of(&r.lines, bci) },
+                    bytecode_index: if bci < 0 { -1 } else { bci },
+                    frame_type: if native {
+                        FrameType::Native
+                    } else {
+                        FrameType::Unknown
+                    },
+                }
+            }
+            None => Frame {
+                method: self.unknown(rec),
+                line: -1,
+                bytecode_index: -1,
+                frame_type: FrameType::Unknown,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_and_class_names() {
+        let lines = [
+            LineNumberEntry {
+                start_location: 0,
+                line_number: 10,
+            },
+            LineNumberEntry {
+                start_location: 5,
+                line_number: 11,
+            },
+            LineNumberEntry {
+                start_location: 9,
+                line_number: 14,
+            },
+        ];
+        assert_eq!(line_of(&lines, 0), 10);
+        assert_eq!(line_of(&lines, 7), 11);
+        assert_eq!(line_of(&lines, 100), 14);
+        assert_eq!(line_of(&lines, -1), -1);
+        assert_eq!(line_of(&[], 3), -1);
+        assert_eq!(
+            class_name_from_signature("Ljava/lang/String;"),
+            "java/lang/String"
+        );
+        assert_eq!(class_name_from_signature("[I"), "[I");
+    }
+}

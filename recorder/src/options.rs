@@ -1,0 +1,265 @@
+//! Agent options: `file=out.jfr,interval=10ms,...` parsed into [`Options`]. Pure and unit-tested:
+//! every error names the option and the values it accepts.
+
+use std::fmt;
+
+/// Largest Java depth accepted (AsyncGetCallTrace frames per sample).
+pub const MAX_DEPTH: usize = 4096;
+/// Largest native depth accepted.
+pub const MAX_NATIVE_DEPTH: usize = 1024;
+
+/// When to finish a chunk and start the next one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkPolicy {
+    /// Finish a chunk after this long (0 = never by time).
+    pub duration_ns: u64,
+    /// Finish a chunk once its events take this many bytes (0 = never by size).
+    pub size_bytes: u64,
+}
+
+/// Parsed agent options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Output path, `%p` and `%t` expanded.
+    pub file: String,
+    /// CPU time between samples of one thread.
+    pub interval_ns: u64,
+    /// Signal number for the timers; `None` = the first free real-time signal.
+    pub signal: Option<i32>,
+    /// Most Java frames per sample.
+    pub depth: usize,
+    /// Most native frames per sample.
+    pub native_depth: usize,
+    /// Chunk rotation.
+    pub chunk: ChunkPolicy,
+    /// The options as given, for `jdk.ActiveSetting` events.
+    pub given: Vec<(String, String)>,
+}
+
+/// A bad option.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionError {
+    /// The option's name (or the whole item if it has no `=`).
+    pub option: String,
+    /// What is wrong and what is accepted.
+    pub message: String,
+}
+
+impl fmt::Display for OptionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "jfr-native: bad agent option '{}': {}",
+            self.option, self.message
+        )
+    }
+}
+
+impl std::error::Error for OptionError {}
+
+const ACCEPTED: &str = "file, interval, signal, depth, native_depth, chunk";
+
+fn err(option: &str, message: impl Into<String>) -> OptionError {
+    OptionError {
+        option: option.to_string(),
+        message: message.into(),
+    }
+}
+
+/// Parses `value` as a duration with a unit: `ns`, `us`, `ms` or `s`.
+pub fn parse_duration_ns(value: &str) -> Option<u64> {
+    let split = value.find(|c: char| !c.is_ascii_digit())?;
+    let (number, unit) = value.split_at(split);
+    let n: u64 = number.parse().ok()?;
+    let scale = match unit {
+        "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => return None,
+    };
+    n.checked_mul(scale)
+}
+
+fn parse_size_bytes(value: &str) -> Option<u64> {
+    let lower = value.to_ascii_lowercase();
+    let split = lower.find(|c: char| !c.is_ascii_digit())?;
+    let (number, unit) = lower.split_at(split);
+    let n: u64 = number.parse().ok()?;
+    let scale = match unit {
+        "b" => 1,
+        "k" | "kb" => 1 << 10,
+        "m" | "mb" => 1 << 20,
+        "g" | "gb" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(scale)
+}
+
+fn parse_chunk(value: &str) -> Result<ChunkPolicy, OptionError> {
+    let usage = "a duration (e.g. 5s), a size (e.g. 16mb) or both separated by '/' (5s/16mb)";
+    let mut policy = ChunkPolicy {
+        duration_ns: 0,
+        size_bytes: 0,
+    };
+    for part in value.split('/') {
+        if let Some(ns) = parse_duration_ns(part).filter(|&ns| ns >= 100_000_000) {
+            policy.duration_ns = ns;
+        } else if let Some(bytes) = parse_size_bytes(part).filter(|&b| b >= 64 << 10) {
+            policy.size_bytes = bytes;
+        } else {
+            return Err(err(
+                "chunk",
+                format!("'{part}' is not {usage}, at least 100ms or 64kb"),
+            ));
+        }
+    }
+    Ok(policy)
+}
+
+fn parse_count(option: &str, value: &str, max: usize) -> Result<usize, OptionError> {
+    match value.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(err(
+            option,
+            format!("'{value}' is not a whole number from 1 to {max}"),
+        )),
+    }
+}
+
+/// Expands `%p` (pid) and `%t` (timestamp) in a file name.
+pub fn expand_file(template: &str, pid: u32, timestamp: &str) -> String {
+    template
+        .replace("%p", &pid.to_string())
+        .replace("%t", timestamp)
+}
+
+/// Parses the agent option string. `pid` and `timestamp` expand `%p` and `%t`.
+pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, OptionError> {
+    let mut file = None;
+    let mut o = Options {
+        file: String::new(),
+        interval_ns: 10_000_000,
+        signal: None,
+        depth: 2048,
+        native_depth: 128,
+        chunk: ChunkPolicy {
+            duration_ns: 5_000_000_000,
+            size_bytes: 0,
+        },
+        given: Vec::new(),
+    };
+    for item in options.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((key, value)) = item.split_once('=') else {
+            return Err(err(
+                item,
+                format!("expected key=value; accepted keys: {ACCEPTED}"),
+            ));
+        };
+        match key {
+            "file" if value.is_empty() => return Err(err(key, "needs a path")),
+            "file" => file = Some(expand_file(value, pid, timestamp)),
+            "interval" => {
+                o.interval_ns = parse_duration_ns(value)
+                    .filter(|&ns| (100_000..=10_000_000_000).contains(&ns))
+                    .ok_or_else(|| err(key, format!("'{value}' is not a duration from 100us to 10s with a unit ns, us, ms or s (e.g. 10ms)")))?;
+            }
+            "signal" => {
+                let (lo, hi) = (libc::SIGRTMIN(), libc::SIGRTMAX());
+                let n: i32 = value
+                    .parse()
+                    .map_err(|_| err(key, format!("'{value}' is not a number")))?;
+                if n != libc::SIGPROF && !(lo..=hi).contains(&n) {
+                    return Err(err(
+                        key,
+                        format!(
+                            "{n} is not a real-time signal ({lo} to {hi}) or SIGPROF ({})",
+                            libc::SIGPROF
+                        ),
+                    ));
+                }
+                o.signal = Some(n);
+            }
+            "depth" => o.depth = parse_count(key, value, MAX_DEPTH)?,
+            "native_depth" => o.native_depth = parse_count(key, value, MAX_NATIVE_DEPTH)?,
+            "chunk" => o.chunk = parse_chunk(value)?,
+            _ => return Err(err(key, format!("unknown option; accepted: {ACCEPTED}"))),
+        }
+        o.given.push((key.to_string(), value.to_string()));
+    }
+    o.file = file.ok_or_else(|| {
+        err(
+            "file",
+            "is required, e.g. file=out.jfr (%p = pid, %t = timestamp)",
+        )
+    })?;
+    Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Options, OptionError> {
+        parse(s, 42, "20260101-000000")
+    }
+
+    #[test]
+    fn defaults_and_expansion() {
+        let o = p("file=/tmp/x-%p-%t.jfr").unwrap();
+        assert_eq!(o.file, "/tmp/x-42-20260101-000000.jfr");
+        assert_eq!(o.interval_ns, 10_000_000);
+        assert_eq!((o.depth, o.native_depth, o.signal), (2048, 128, None));
+        assert_eq!(
+            o.chunk,
+            ChunkPolicy {
+                duration_ns: 5_000_000_000,
+                size_bytes: 0
+            }
+        );
+    }
+
+    #[test]
+    fn all_options() {
+        let o =
+            p("file=a.jfr,interval=1ms,signal=40,depth=64,native_depth=32,chunk=2s/1mb").unwrap();
+        assert_eq!(o.interval_ns, 1_000_000);
+        assert_eq!(o.signal, Some(40));
+        assert_eq!((o.depth, o.native_depth), (64, 32));
+        assert_eq!(
+            o.chunk,
+            ChunkPolicy {
+                duration_ns: 2_000_000_000,
+                size_bytes: 1 << 20
+            }
+        );
+        assert_eq!(o.given.len(), 6);
+        assert_eq!(parse_duration_ns("250us"), Some(250_000));
+        assert_eq!(parse_duration_ns("2s"), Some(2_000_000_000));
+        assert_eq!(parse_duration_ns("10"), None);
+    }
+
+    #[test]
+    fn errors_name_the_option_and_the_accepted_values() {
+        let cases = [
+            ("interval=10", "interval", "unit"),
+            ("file=a,interval=fast", "interval", "10ms"),
+            ("file=a,interval=1ns", "interval", "100us"),
+            ("file=a,signal=11", "signal", "real-time"),
+            ("file=a,depth=0", "depth", "1 to 4096"),
+            ("file=a,native_depth=x", "native_depth", "1 to 1024"),
+            ("file=a,chunk=soon", "chunk", "duration"),
+            ("file=a,bogus=1", "bogus", "accepted: file, interval"),
+            ("file=a,verbose", "verbose", "key=value"),
+            ("interval=10ms", "file", "required"),
+            ("file=", "file", "path"),
+        ];
+        for (input, option, fragment) in cases {
+            let e = p(input).unwrap_err();
+            assert_eq!(e.option, option, "{input}");
+            let text = e.to_string();
+            assert!(text.contains(fragment), "{input}: {text}");
+            assert!(text.contains(&format!("'{option}'")), "{input}: {text}");
+        }
+    }
+}

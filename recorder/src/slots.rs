@@ -1,0 +1,114 @@
+//! One slot per sampled thread: its identity, its ring, the scratch buffers its signal handler
+//! walks into, and its timer. Slots are allocated outside the handler and never freed: the timer
+//! carries a pointer to its slot in `si_value`, and a signal may still be pending after the
+//! thread ends, so the pointer must stay valid for the life of the process.
+
+use std::cell::UnsafeCell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Mutex;
+
+use crate::agct::CallFrame;
+use crate::jvmti::JniEnv;
+use crate::os::ThreadTimer;
+use crate::ring::Ring;
+
+/// Words before the native pcs in a record: time, weight, packed (agct code, stop, native count).
+pub const RECORD_HEADER_WORDS: usize = 3;
+
+/// Buffers only the owning thread's signal handler touches.
+pub struct Scratch {
+    /// Native pcs of the current sample.
+    pub pcs: Box<[u64]>,
+    /// AsyncGetCallTrace output of the current sample.
+    pub frames: Box<[CallFrame]>,
+}
+
+/// A sampled thread.
+pub struct Slot {
+    /// Kernel thread id.
+    pub tid: i32,
+    /// The thread's JNIEnv, for AsyncGetCallTrace.
+    pub env: JniEnv,
+    /// Java thread name.
+    pub name: String,
+    /// Java thread id (`Thread.getId()`), 0 if unknown.
+    pub java_id: i64,
+    /// Records from the handler to the drain thread.
+    pub ring: Ring,
+    /// Samples dropped because `ring` was full.
+    pub dropped: AtomicU64,
+    /// The thread has ended (its timer is deleted).
+    pub ended: AtomicBool,
+    /// The thread's CPU timer, while armed.
+    pub timer: Mutex<Option<ThreadTimer>>,
+    scratch: UnsafeCell<Scratch>,
+}
+
+// SAFETY: all fields but `scratch` are Sync; `scratch` is only accessed through
+// `Slot::scratch`, whose contract restricts it to the owning thread's signal handler, which
+// never runs concurrently with itself (no SA_NODEFER, one signal number).
+unsafe impl Sync for Slot {}
+// SAFETY: `env` is only used on the owning thread (by its handler); the rest is Send.
+unsafe impl Send for Slot {}
+
+impl Slot {
+    /// A slot for the calling thread, with room for `depth` Java and `native_depth` native frames
+    /// per sample and a ring of several full-size records.
+    pub fn new(
+        tid: i32,
+        env: JniEnv,
+        name: String,
+        java_id: i64,
+        depth: usize,
+        native_depth: usize,
+    ) -> Slot {
+        let max_record = RECORD_HEADER_WORDS + native_depth + 2 * depth;
+        let frame = CallFrame {
+            lineno: 0,
+            method_id: std::ptr::null_mut(),
+        };
+        Slot {
+            tid,
+            env,
+            name,
+            java_id,
+            ring: Ring::new((4 * max_record).max(16 * 1024)),
+            dropped: AtomicU64::new(0),
+            ended: AtomicBool::new(false),
+            timer: Mutex::new(None),
+            scratch: UnsafeCell::new(Scratch {
+                pcs: vec![0; native_depth].into(),
+                frames: vec![frame; depth].into(),
+            }),
+        }
+    }
+
+    /// The pointer a timer carries in `si_value`.
+    pub fn as_signal_value(&'static self) -> *mut c_void {
+        self as *const Slot as *mut c_void
+    }
+
+    /// The slot a timer signal refers to.
+    ///
+    /// # Safety
+    /// `value` must be null or a pointer made by [`Slot::as_signal_value`].
+    pub unsafe fn from_signal_value(value: *mut c_void) -> Option<&'static Slot> {
+        // SAFETY: per the contract, non-null values point at a leaked, never-freed Slot.
+        unsafe { value.cast::<Slot>().cast_const().as_ref() }
+    }
+
+    /// The handler's scratch buffers.
+    ///
+    /// # Safety
+    /// Only the signal handler running on the thread `self.tid` may call this, and only once per
+    /// invocation (the handler does not nest), so the reference is unique.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn scratch(&self) -> &mut Scratch {
+        // SAFETY: uniqueness is guaranteed by the caller (see above).
+        unsafe { &mut *self.scratch.get() }
+    }
+}
+
+/// Every slot ever created (for the drain thread and ThreadEnd; never touched by the handler).
+pub static SLOTS: Mutex<Vec<&'static Slot>> = Mutex::new(Vec::new());

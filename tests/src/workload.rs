@@ -1,0 +1,147 @@
+//! The bundled Java + JNI workload (`testdata/java`), built by the tests, and runs of it with
+//! the agent.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use crate::jdk::{find, Jdk};
+use crate::readers::run;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `target/release/libjfrnative.so`, built once per test process.
+pub fn agent_library() -> PathBuf {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            run(Command::new(cargo).current_dir(repo()).args([
+                "build",
+                "--release",
+                "-p",
+                "recorder",
+                "--quiet",
+            ]))?;
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| repo().join("target"), PathBuf::from);
+            Ok(target.join("release/libjfrnative.so"))
+        })
+        .clone()
+        .unwrap_or_else(|e| panic!("building the agent: {e}"))
+}
+
+/// A directory with `libburner.so` (`-O2 -fno-omit-frame-pointer`) and `Burner.class`.
+pub fn workload_dir() -> PathBuf {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let jdk = find(17).or_else(|| find(25)).ok_or("no JDK")?;
+            let dir =
+                std::env::temp_dir().join(format!("jfrnative-workload-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            let src = repo().join("testdata/java");
+            let include = jdk.home.join("include");
+            run(Command::new("gcc")
+                .args(["-O2", "-fno-omit-frame-pointer", "-shared", "-fPIC"])
+                .arg(format!("-I{}", include.display()))
+                .arg(format!("-I{}", include.join("linux").display()))
+                .arg(src.join("burner.c"))
+                .arg("-o")
+                .arg(dir.join("libburner.so")))?;
+            let javac = [Some(jdk.clone()), find(17)]
+                .into_iter()
+                .flatten()
+                .map(|j| j.tool("javac"))
+                .find(|p| p.exists())
+                .ok_or("no javac")?;
+            run(Command::new(javac)
+                .args(["--release", "17", "-d"])
+                .arg(&dir)
+                .arg(src.join("Burner.java")))?;
+            Ok(dir)
+        })
+        .clone()
+        .unwrap_or_else(|e| panic!("building the workload: {e}"))
+}
+
+/// `java [jvm_args] -agentpath:...=agent_options Burner seconds threads`.
+pub fn java_with_agent(
+    jdk: &Jdk,
+    agent_options: &str,
+    jvm_args: &[&str],
+    seconds: f64,
+    threads: &str,
+) -> Command {
+    let dir = workload_dir();
+    let mut cmd = Command::new(jdk.tool("java"));
+    cmd.args(jvm_args)
+        .arg(format!(
+            "-agentpath:{}={agent_options}",
+            agent_library().display()
+        ))
+        .arg(format!("-Djava.library.path={}", dir.display()))
+        .arg("-cp")
+        .arg(&dir)
+        .arg("Burner")
+        .arg(seconds.to_string())
+        .arg(threads);
+    cmd
+}
+
+/// Runs the workload to completion; panics with its output if it fails.
+pub fn run_workload(
+    jdk: &Jdk,
+    agent_options: &str,
+    jvm_args: &[&str],
+    seconds: f64,
+    threads: &str,
+) -> Output {
+    let out = java_with_agent(jdk, agent_options, jvm_args, seconds, threads)
+        .output()
+        .expect("java runs");
+    assert!(
+        out.status.success(),
+        "{} failed: {}\n{}",
+        jdk.name(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The `CPU <thread> <ns>` lines the workload prints: each thread's CPU time per ThreadMXBean.
+pub fn thread_cpu_ns(stdout: &[u8]) -> BTreeMap<String, u64> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some("CPU")).then_some(())?;
+            Some((w.next()?.to_string(), w.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// `(start, end, name)` of every defined function in an ELF file, from `nm -S`.
+pub fn functions(elf: &Path) -> Vec<(u64, u64, String)> {
+    let text = run(Command::new("nm").args(["-S", "--defined-only"]).arg(elf)).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                [addr, size, kind, name] if kind.eq_ignore_ascii_case("t") => {
+                    let start = u64::from_str_radix(addr, 16).ok()?;
+                    Some((
+                        start,
+                        start + u64::from_str_radix(size, 16).ok()?,
+                        name.to_string(),
+                    ))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}

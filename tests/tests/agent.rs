@@ -1,0 +1,333 @@
+//! The agent on the bundled Java + JNI workload, on JDK 17 and JDK 25: exact native chains,
+//! CPU-time weights, files every reader accepts, coexistence with JDK 25's own sampler,
+//! crash-safety, and option errors.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use tests::golden::SampleView;
+use tests::jdk::{oracle_jdks, Jdk};
+use tests::readers::{jfr_json, jfrs, recording_file, run};
+use tests::workload::{functions, java_with_agent, run_workload, thread_cpu_ns, workload_dir};
+
+fn out_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("jfrnative-agent-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `(base, top, name, fileOffset)` of every `jdk.NativeLibrary` event.
+fn libraries(jdk: &Jdk, file: &Path) -> Vec<(u64, u64, String, u64)> {
+    let text = run(Command::new(jdk.tool("jfr"))
+        .args(["print", "--json", "--events", "jdk.NativeLibrary"])
+        .arg(file))
+    .unwrap();
+    let json: Value = serde_json::from_str(&text).unwrap();
+    json["recording"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let v = &e["values"];
+            (
+                v["baseAddress"].as_u64().unwrap(),
+                v["topAddress"].as_u64().unwrap(),
+                v["name"].as_str().unwrap().to_string(),
+                v["fileOffset"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The function of libburner.so containing `pc`, if any.
+fn burner_function(
+    pc: u64,
+    libs: &[(u64, u64, String, u64)],
+    funcs: &[(u64, u64, String)],
+) -> Option<String> {
+    let (base, _, _, offset) = libs
+        .iter()
+        .find(|(b, t, n, _)| n.ends_with("/libburner.so") && *b <= pc && pc < *t)?;
+    let vaddr = pc - base + offset;
+    funcs
+        .iter()
+        .find(|(s, e, _)| *s <= vaddr && vaddr < *e)
+        .map(|(_, _, n)| n.clone())
+}
+
+/// Checks one recording of `w-native:native,w-java:java`.
+fn check_recording(jdk: &Jdk, file: &Path, stdout: &[u8], interval: &str) {
+    let what = format!("{} at {interval}", jdk.name());
+    let reading = jfr_json(jdk, file).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let libs = libraries(jdk, file);
+    let funcs = functions(&workload_dir().join("libburner.so"));
+
+    // Every pc of every native frame lies in a jdk.NativeLibrary range.
+    for s in &reading.samples {
+        for pc in &s.pcs {
+            assert!(
+                libs.iter().any(|(b, t, _, _)| b <= pc && pc < t),
+                "{what}: pc {pc:#x} in no library"
+            );
+        }
+    }
+
+    // The exact chain for samples whose leaf is in the busy leaf.
+    let chain = ["level3", "level2", "level1", "Java_Burner_nativeBurn"];
+    let in_leaf: Vec<&SampleView> = reading
+        .samples
+        .iter()
+        .filter(|s| s.thread == "w-native")
+        .filter(|s| {
+            s.pcs
+                .first()
+                .and_then(|&pc| burner_function(pc, &libs, &funcs))
+                .as_deref()
+                == Some("level3")
+        })
+        .collect();
+    let exact = in_leaf
+        .iter()
+        .filter(|s| {
+            let names: Vec<Option<String>> = s
+                .pcs
+                .iter()
+                .map(|&pc| burner_function(pc, &libs, &funcs))
+                .collect();
+            names.len() == chain.len()
+                && names
+                    .iter()
+                    .zip(chain)
+                    .all(|(n, c)| n.as_deref() == Some(c))
+                && s.native_truncated == Some(false)
+                && s.java
+                    .first()
+                    .is_some_and(|f| f == "Burner.nativeBurn:-1:Native")
+                && s.java
+                    .get(1)
+                    .is_some_and(|f| f.starts_with("Burner.nativeLoop:"))
+        })
+        .count();
+    assert!(
+        in_leaf.len() >= 50,
+        "{what}: only {} samples in level3",
+        in_leaf.len()
+    );
+    assert!(
+        exact * 100 >= in_leaf.len() * 99,
+        "{what}: {exact} of {} level3 samples have the exact chain; first: {:?}",
+        in_leaf.len(),
+        in_leaf.first().map(|s| s.to_string())
+    );
+    // The Java thread runs JIT/interpreted code: no native frames in most samples.
+    let java_thread: Vec<&SampleView> = reading
+        .samples
+        .iter()
+        .filter(|s| s.thread == "w-java")
+        .collect();
+    let java_only = java_thread
+        .iter()
+        .filter(|s| {
+            s.pcs.is_empty()
+                && s.java
+                    .first()
+                    .is_some_and(|f| f.starts_with("Burner.javaBurn"))
+        })
+        .count();
+    assert!(
+        java_only * 10 >= java_thread.len() * 8,
+        "{what}: {java_only} of {} Java-thread samples in javaBurn",
+        java_thread.len()
+    );
+
+    // Per thread, the sum of samplingPeriod is within 5% of the thread's CPU time.
+    let cpu = thread_cpu_ns(stdout);
+    for thread in ["w-native", "w-java"] {
+        let sampled_us: u64 = reading
+            .samples
+            .iter()
+            .filter(|s| s.thread == thread)
+            .map(|s| s.period_ticks)
+            .sum();
+        let cpu_us = cpu[thread] / 1_000;
+        let error = (sampled_us as f64 - cpu_us as f64).abs() / cpu_us as f64;
+        eprintln!(
+            "{what}: {thread}: sampled {sampled_us} us of {cpu_us} us CPU ({:.2}%)",
+            error * 100.0
+        );
+        assert!(
+            error <= 0.05,
+            "{what}: {thread} sampled {sampled_us} us of {cpu_us} us CPU"
+        );
+    }
+
+    // The other readers accept the file and agree on the sample count.
+    let samples = reading.samples.len() as u64;
+    let (jfrs_reading, _) = jfrs(file).unwrap_or_else(|e| panic!("{what}: jfrs: {e}"));
+    assert_eq!(
+        jfrs_reading.counts.get("jdk.CPUTimeSample"),
+        Some(&samples),
+        "{what}: jfrs"
+    );
+    assert_eq!(
+        jfrs_reading.samples, reading.samples,
+        "{what}: jfrs and jfr print --json disagree"
+    );
+    for other in oracle_jdks() {
+        let rf = recording_file(&other, file)
+            .unwrap_or_else(|e| panic!("{what}: RecordingFile of {}: {e}", other.name()));
+        assert_eq!(
+            rf.counts.get("jdk.CPUTimeSample"),
+            Some(&samples),
+            "{what}: RecordingFile of {}",
+            other.name()
+        );
+        let json =
+            jfr_json(&other, file).unwrap_or_else(|e| panic!("{what}: {}: {e}", other.name()));
+        assert_eq!(
+            json.samples,
+            reading.samples,
+            "{what}: jfr print --json of {}",
+            other.name()
+        );
+    }
+}
+
+#[test]
+fn records_exact_native_chains_and_cpu_time_on_every_jdk() {
+    for jdk in oracle_jdks() {
+        for interval in ["10ms", "1ms"] {
+            let file = out_dir("chains").join(format!("jdk{}-{interval}.jfr", jdk.major));
+            let out = run_workload(
+                &jdk,
+                &format!("file={},interval={interval}", file.display()),
+                &[],
+                2.0,
+                "w-native:native,w-java:java",
+            );
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("jfr-native: wrote"),
+                "{}: no summary: {stderr}",
+                jdk.name()
+            );
+            check_recording(&jdk, &file, &out.stdout, interval);
+        }
+    }
+}
+
+#[test]
+fn jdk25_builtin_sampler_keeps_working_beside_the_agent() {
+    let Some(jdk) = oracle_jdks().into_iter().find(|j| j.major >= 25) else {
+        return;
+    };
+    let dir = out_dir("coexist");
+    let (ours, theirs) = (dir.join("agent.jfr"), dir.join("jdk.jfr"));
+    let start = format!("-XX:StartFlightRecording=filename={},jdk.CPUTimeSample#enabled=true,jdk.CPUTimeSample#throttle=10ms", theirs.display());
+    run_workload(
+        &jdk,
+        &format!("file={}", ours.display()),
+        &[&start],
+        1.5,
+        "w-native:native",
+    );
+    let count = |file: &Path| -> u64 {
+        let summary = run(Command::new(jdk.tool("jfr")).arg("summary").arg(file)).unwrap();
+        summary
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some("jdk.CPUTimeSample"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let (n_theirs, n_ours) = (count(&theirs), count(&ours));
+    assert!(
+        n_theirs >= 50,
+        "JDK's own sampler recorded {n_theirs} samples"
+    );
+    assert!(n_ours >= 50, "the agent recorded {n_ours} samples");
+}
+
+#[test]
+fn sigkill_leaves_every_finished_chunk_readable() {
+    for jdk in oracle_jdks() {
+        let file = out_dir("kill").join(format!("jdk{}.jfr", jdk.major));
+        let mut child = java_with_agent(
+            &jdk,
+            &format!("file={},chunk=200ms", file.display()),
+            &[],
+            20.0,
+            "w-native:native",
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(2_500));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let summary = run(Command::new(jdk.tool("jfr")).arg("summary").arg(&file))
+            .unwrap_or_else(|e| panic!("{}: {e}", jdk.name()));
+        let chunks: u64 = summary
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Chunks:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0);
+        assert!(
+            chunks >= 3,
+            "{}: only {chunks} chunks after 2.5 s at chunk=200ms",
+            jdk.name()
+        );
+        let reading = jfr_json(&jdk, &file).unwrap_or_else(|e| panic!("{}: {e}", jdk.name()));
+        assert!(
+            reading.samples.iter().any(|s| s.thread == "w-native"),
+            "{}: no samples survived",
+            jdk.name()
+        );
+        assert!(
+            reading
+                .counts
+                .get("jdk.NativeLibrary")
+                .is_some_and(|&n| n >= chunks),
+            "{}: libraries in every chunk",
+            jdk.name()
+        );
+    }
+}
+
+#[test]
+fn bad_options_stop_the_jvm_with_a_message_naming_the_option() {
+    let Some(jdk) = oracle_jdks().into_iter().next() else {
+        return;
+    };
+    let file = out_dir("options").join("x.jfr");
+    let cases = [
+        (
+            format!("file={},interval=fast", file.display()),
+            "bad agent option 'interval'",
+        ),
+        (
+            format!("file={},colour=blue", file.display()),
+            "bad agent option 'colour'",
+        ),
+        ("interval=10ms".to_string(), "bad agent option 'file'"),
+        (
+            "file=/nonexistent-dir/x.jfr".to_string(),
+            "cannot write file=/nonexistent-dir/x.jfr",
+        ),
+        (format!("file={},depth=0", file.display()), "'depth'"),
+    ];
+    for (options, message) in cases {
+        let out = java_with_agent(&jdk, &options, &[], 0.1, "w:java")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{options}: the JVM started");
+        assert!(
+            stderr.contains(message),
+            "{options}: stderr lacks {message:?}: {stderr}"
+        );
+    }
+}
