@@ -129,8 +129,85 @@ pub fn load(vm: Vm, option_text: &str, live: bool) -> Result<(), String> {
     }
     if live {
         start(agent, None)?;
+        arm_existing_threads(agent);
     }
     Ok(())
+}
+
+/// The kernel thread ids of this process by thread name (`/proc/self/task/*/comm`).
+fn tids_by_name() -> std::collections::HashMap<String, Vec<i32>> {
+    let mut map: std::collections::HashMap<String, Vec<i32>> = std::collections::HashMap::new();
+    for entry in std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let Ok(tid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if let Ok(comm) = std::fs::read_to_string(entry.path().join("comm")) {
+            map.entry(comm.trim_end_matches('\n').to_string())
+                .or_default()
+                .push(tid);
+        }
+    }
+    map
+}
+
+/// The name the kernel shows for a Java thread: HotSpot sets the native name to the Java name,
+/// cut to the kernel's 15 bytes.
+fn kernel_name(java_name: &str) -> String {
+    let mut end = java_name.len().min(15);
+    while !java_name.is_char_boundary(end) {
+        end -= 1;
+    }
+    java_name[..end].to_string()
+}
+
+/// On attach, arms the Java threads that already run. JVMTI gives neither their kernel tid nor
+/// their JNIEnv: the JNIEnv is `Thread.eetop` (the `JavaThread*`) plus the offset of the JNIEnv
+/// inside a JavaThread, measured on the calling thread; the tid is the one thread whose kernel
+/// name matches the Java name. Threads whose name is not unique are not sampled (reported).
+fn arm_existing_threads(agent: &'static Agent) {
+    let Some(env) = agent.vm.jni_env() else {
+        return;
+    };
+    let jni = Jni(env);
+    let Some(own_eetop) = agent
+        .jvmti
+        .current_thread()
+        .ok()
+        .and_then(|t| jni.thread_eetop(t))
+    else {
+        eprintln!("jfr-native: cannot read Thread.eetop: threads started before the attach are not sampled");
+        return;
+    };
+    let env_offset = (env as i64).wrapping_sub(own_eetop);
+    let tids = tids_by_name();
+    let own_tid = os::gettid();
+    let mut skipped = Vec::new();
+    for thread in agent.jvmti.all_threads().unwrap_or_default() {
+        let Some(eetop) = jni.thread_eetop(thread).filter(|&e| e != 0) else {
+            continue;
+        };
+        let name = agent.jvmti.thread_name(thread).unwrap_or_default();
+        let tid = match tids.get(&kernel_name(&name)).map(Vec::as_slice) {
+            Some([tid]) => *tid,
+            _ => {
+                skipped.push(name);
+                continue;
+            }
+        };
+        if tid == own_tid || tid == DRAIN_TID.load(Ordering::Acquire) {
+            continue;
+        }
+        let thread_env = eetop.wrapping_add(env_offset) as JniEnv;
+        let java_id = jni.java_thread_id(thread).unwrap_or(0);
+        arm_thread(agent, tid, thread_env, name, java_id);
+    }
+    if !skipped.is_empty() {
+        eprintln!("jfr-native: not sampling {} threads started before the attach whose names are not unique: {}", skipped.len(), skipped.join(", "));
+    }
 }
 
 /// Primes jmethodIDs, enables the events AsyncGetCallTrace needs, starts the writer, and arms
@@ -229,6 +306,11 @@ fn register_current_thread(agent: &'static Agent, env: JniEnv, thread: JObject) 
     }
     let name = agent.jvmti.thread_name(thread).unwrap_or_default();
     let java_id = Jni(env).java_thread_id(thread).unwrap_or(0);
+    arm_thread(agent, tid, env, name, java_id);
+}
+
+/// Creates a slot for thread `tid` and arms its CPU timer (from any thread).
+fn arm_thread(agent: &'static Agent, tid: i32, env: JniEnv, name: String, java_id: i64) {
     let o = &agent.options;
     let slot: &'static Slot = Box::leak(Box::new(Slot::new(
         tid,

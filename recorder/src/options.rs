@@ -149,6 +149,24 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
         },
         given: Vec::new(),
     };
+    // HotSpot's jcmd parser cuts an argument at its first '=' and passes only the part before it
+    // to JVMTI.agent_load, so `file=out.jfr,interval=10ms` arrives as `file`.
+    if [
+        "file",
+        "interval",
+        "signal",
+        "depth",
+        "native_depth",
+        "chunk",
+    ]
+    .contains(&options.trim())
+    {
+        return Err(err(
+            options.trim(),
+            "has no value: jcmd cuts its arguments at '=', so quote the options inside the argument: \
+             jcmd PID JVMTI.agent_load /path/libjfrnative.so '\"file=out.jfr,interval=10ms\"'",
+        ));
+    }
     for item in options.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let Some((key, value)) = item.split_once('=') else {
             return Err(err(
@@ -253,6 +271,7 @@ mod tests {
             ("file=a,verbose", "verbose", "key=value"),
             ("interval=10ms", "file", "required"),
             ("file=", "file", "path"),
+            ("file", "file", "quote the options"),
         ];
         for (input, option, fragment) in cases {
             let e = p(input).unwrap_err();

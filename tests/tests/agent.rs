@@ -57,6 +57,65 @@ fn burner_function(
         .map(|(_, _, n)| n.clone())
 }
 
+/// At least 99% of the `w-native` samples whose leaf is in `level3` carry the exact native chain
+/// up to the JNI function, then the expected Java frames.
+fn assert_exact_chains(
+    what: &str,
+    samples: &[SampleView],
+    libs: &[(u64, u64, String, u64)],
+    funcs: &[(u64, u64, String)],
+) {
+    let chain = ["level3", "level2", "level1", "Java_Burner_nativeBurn"];
+    let in_leaf: Vec<&SampleView> = samples
+        .iter()
+        .filter(|s| s.thread == "w-native")
+        .filter(|s| {
+            s.pcs
+                .first()
+                .and_then(|&pc| burner_function(pc, libs, funcs))
+                .as_deref()
+                == Some("level3")
+        })
+        .collect();
+    let exact = in_leaf
+        .iter()
+        .filter(|s| {
+            let names: Vec<Option<String>> = s
+                .pcs
+                .iter()
+                .map(|&pc| burner_function(pc, libs, funcs))
+                .collect();
+            names.len() == chain.len()
+                && names
+                    .iter()
+                    .zip(chain)
+                    .all(|(n, c)| n.as_deref() == Some(c))
+                && s.native_truncated == Some(false)
+                && s.java
+                    .first()
+                    .is_some_and(|f| f == "Burner.nativeBurn:-1:Native")
+                && s.java
+                    .get(1)
+                    .is_some_and(|f| f.starts_with("Burner.nativeLoop:"))
+        })
+        .count();
+    eprintln!(
+        "{what}: {exact} of {} level3 samples carry the exact chain",
+        in_leaf.len()
+    );
+    assert!(
+        in_leaf.len() >= 50,
+        "{what}: only {} samples in level3",
+        in_leaf.len()
+    );
+    assert!(
+        exact * 100 >= in_leaf.len() * 99,
+        "{what}: {exact} of {} level3 samples have the exact chain; first: {:?}",
+        in_leaf.len(),
+        in_leaf.first().map(|s| s.to_string())
+    );
+}
+
 /// Checks one recording of `w-native:native,w-java:java`.
 fn check_recording(jdk: &Jdk, file: &Path, stdout: &[u8], interval: &str) {
     let what = format!("{} at {interval}", jdk.name());
@@ -74,53 +133,7 @@ fn check_recording(jdk: &Jdk, file: &Path, stdout: &[u8], interval: &str) {
         }
     }
 
-    // The exact chain for samples whose leaf is in the busy leaf.
-    let chain = ["level3", "level2", "level1", "Java_Burner_nativeBurn"];
-    let in_leaf: Vec<&SampleView> = reading
-        .samples
-        .iter()
-        .filter(|s| s.thread == "w-native")
-        .filter(|s| {
-            s.pcs
-                .first()
-                .and_then(|&pc| burner_function(pc, &libs, &funcs))
-                .as_deref()
-                == Some("level3")
-        })
-        .collect();
-    let exact = in_leaf
-        .iter()
-        .filter(|s| {
-            let names: Vec<Option<String>> = s
-                .pcs
-                .iter()
-                .map(|&pc| burner_function(pc, &libs, &funcs))
-                .collect();
-            names.len() == chain.len()
-                && names
-                    .iter()
-                    .zip(chain)
-                    .all(|(n, c)| n.as_deref() == Some(c))
-                && s.native_truncated == Some(false)
-                && s.java
-                    .first()
-                    .is_some_and(|f| f == "Burner.nativeBurn:-1:Native")
-                && s.java
-                    .get(1)
-                    .is_some_and(|f| f.starts_with("Burner.nativeLoop:"))
-        })
-        .count();
-    assert!(
-        in_leaf.len() >= 50,
-        "{what}: only {} samples in level3",
-        in_leaf.len()
-    );
-    assert!(
-        exact * 100 >= in_leaf.len() * 99,
-        "{what}: {exact} of {} level3 samples have the exact chain; first: {:?}",
-        in_leaf.len(),
-        in_leaf.first().map(|s| s.to_string())
-    );
+    assert_exact_chains(&what, &reading.samples, &libs, &funcs);
     // The Java thread runs JIT/interpreted code: no native frames in most samples.
     let java_thread: Vec<&SampleView> = reading
         .samples
@@ -328,6 +341,98 @@ fn bad_options_stop_the_jvm_with_a_message_naming_the_option() {
         assert!(
             stderr.contains(message),
             "{options}: stderr lacks {message:?}: {stderr}"
+        );
+    }
+}
+
+/// `jcmd PID JVMTI.agent_load LIB OPTIONS`; returns jcmd's output.
+fn jcmd_agent_load(jdk: &Jdk, pid: u32, options: &str) -> String {
+    let out = Command::new(jdk.tool("jcmd"))
+        .arg(pid.to_string())
+        .arg("JVMTI.agent_load")
+        .arg(tests::workload::agent_library())
+        .arg(options)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+#[test]
+fn attach_samples_threads_that_already_run() {
+    for jdk in oracle_jdks() {
+        let dir = out_dir("attach");
+        let file = dir.join(format!("jdk{}.jfr", jdk.major));
+        let workload = workload_dir();
+        let mut child = Command::new(jdk.tool("java"))
+            .arg(format!("-Djava.library.path={}", workload.display()))
+            .arg("-cp")
+            .arg(&workload)
+            .args(["Burner", "4", "w-native:native,w-java:java"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(800));
+        // Unquoted, jcmd passes only "file": the agent says how to quote, the JVM keeps running.
+        let unquoted = jcmd_agent_load(
+            &jdk,
+            child.id(),
+            &format!("file={},interval=10ms", file.display()),
+        );
+        assert!(
+            !unquoted.contains("return code: 0"),
+            "{}: unquoted options were accepted: {unquoted}",
+            jdk.name()
+        );
+        let quoted = jcmd_agent_load(
+            &jdk,
+            child.id(),
+            &format!("\"file={},interval=10ms\"", file.display()),
+        );
+        assert!(
+            quoted.contains("return code: 0"),
+            "{}: attach failed: {quoted}",
+            jdk.name()
+        );
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}: the JVM failed after attach",
+            jdk.name()
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("quote the options"),
+            "{}: no quoting hint: {stderr}",
+            jdk.name()
+        );
+        assert!(
+            stderr.contains("jfr-native: wrote"),
+            "{}: no summary: {stderr}",
+            jdk.name()
+        );
+        let what = format!("{} after attach", jdk.name());
+        let reading = jfr_json(&jdk, &file).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let libs = libraries(&jdk, &file);
+        assert_exact_chains(
+            &what,
+            &reading.samples,
+            &libs,
+            &functions(&workload.join("libburner.so")),
+        );
+        let java = reading
+            .samples
+            .iter()
+            .filter(|s| s.thread == "w-java")
+            .count();
+        let java_ok = reading
+            .samples
+            .iter()
+            .filter(|s| s.thread == "w-java" && !s.failed)
+            .count();
+        assert!(
+            java >= 50 && java_ok * 100 >= java * 95,
+            "{what}: {java_ok} of {java} Java-thread samples have Java stacks"
         );
     }
 }

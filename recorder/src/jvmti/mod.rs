@@ -106,6 +106,21 @@ impl Vm {
         (rc == 0 && !env.is_null()).then_some(Jvmti { env: env.cast() })
     }
 
+    /// The calling thread's JNIEnv, if it is attached.
+    pub fn jni_env(&self) -> Option<JniEnv> {
+        let mut env: *mut c_void = ptr::null_mut();
+        let get_env = self.invoke().GetEnv;
+        if get_env.is_null() {
+            return None;
+        }
+        // SAFETY: GetEnv has signature jint (JavaVM*, void**, jint) (jni.h).
+        let f: unsafe extern "system" fn(JavaVm, *mut *mut c_void, i32) -> i32 =
+            unsafe { std::mem::transmute(get_env) };
+        // SAFETY: valid VM pointer and out-pointer.
+        let rc = unsafe { f(self.0, &mut env, JNI_VERSION_1_8) };
+        (rc == 0 && !env.is_null()).then_some(env.cast())
+    }
+
     /// Attaches the calling native thread to the VM as a daemon named `name`.
     pub fn attach_current_thread_as_daemon(&self, name: &CStr) -> Option<JniEnv> {
         #[repr(C)]
@@ -321,6 +336,29 @@ impl Jvmti {
         Some(self.take_string(info.name))
     }
 
+    /// Every live Java thread (local references).
+    pub fn all_threads(&self) -> Result<Vec<JObject>, JvmtiError> {
+        let mut count = 0i32;
+        let mut threads: *mut JObject = ptr::null_mut();
+        jvmti_call!(
+            self,
+            GetAllThreads,
+            fn(*mut i32, *mut *mut JObject),
+            &mut count,
+            &mut threads
+        )?;
+        let v = copy_array(threads, count);
+        self.deallocate(threads);
+        Ok(v)
+    }
+
+    /// The calling thread's `java.lang.Thread`.
+    pub fn current_thread(&self) -> Result<JObject, JvmtiError> {
+        let mut thread: JObject = ptr::null_mut();
+        jvmti_call!(self, GetCurrentThread, fn(*mut JObject), &mut thread)?;
+        Ok(thread)
+    }
+
     fn take_string(&self, p: *mut c_char) -> String {
         if p.is_null() {
             return String::new();
@@ -405,6 +443,65 @@ impl Jni {
                 return None;
             }
             id
+        }
+    }
+}
+
+impl Jni {
+    /// The private `long eetop` field of a `java.lang.Thread`: HotSpot's `JavaThread*` for a live
+    /// thread (0 once it has ended). Read through JNI, which ignores access modifiers.
+    pub fn thread_eetop(&self, thread: JObject) -> Option<i64> {
+        let t = self.table();
+        if [
+            t.FindClass,
+            t.GetFieldID,
+            t.GetLongField,
+            t.ExceptionCheck,
+            t.ExceptionClear,
+            t.DeleteLocalRef,
+        ]
+        .iter()
+        .any(|p| p.is_null())
+            || thread.is_null()
+        {
+            return None;
+        }
+        // SAFETY: the slots are non-null JNI functions with these signatures (jni.h); `thread`
+        // is a live local reference to a java.lang.Thread.
+        unsafe {
+            let find_class: unsafe extern "system" fn(JniEnv, *const c_char) -> JObject =
+                std::mem::transmute(t.FindClass);
+            let get_field_id: unsafe extern "system" fn(
+                JniEnv,
+                JObject,
+                *const c_char,
+                *const c_char,
+            ) -> *mut c_void = std::mem::transmute(t.GetFieldID);
+            let get_long_field: unsafe extern "system" fn(JniEnv, JObject, *mut c_void) -> i64 =
+                std::mem::transmute(t.GetLongField);
+            let exception_check: unsafe extern "system" fn(JniEnv) -> u8 =
+                std::mem::transmute(t.ExceptionCheck);
+            let exception_clear: unsafe extern "system" fn(JniEnv) =
+                std::mem::transmute(t.ExceptionClear);
+            let delete_local_ref: unsafe extern "system" fn(JniEnv, JObject) =
+                std::mem::transmute(t.DeleteLocalRef);
+            let class = find_class(self.0, c"java/lang/Thread".as_ptr());
+            if class.is_null() {
+                exception_clear(self.0);
+                return None;
+            }
+            let field = get_field_id(self.0, class, c"eetop".as_ptr(), c"J".as_ptr());
+            let value = if field.is_null() {
+                None
+            } else {
+                Some(get_long_field(self.0, thread, field))
+            };
+            delete_local_ref(self.0, class);
+            if exception_check(self.0) != 0 {
+                exception_clear(self.0);
+                return None;
+            }
+            value
         }
     }
 }
