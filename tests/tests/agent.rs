@@ -363,7 +363,7 @@ fn attach_samples_threads_that_already_run() {
         let dir = out_dir("attach");
         let file = dir.join(format!("jdk{}.jfr", jdk.major));
         let workload = workload_dir();
-        let mut child = Command::new(jdk.tool("java"))
+        let child = Command::new(jdk.tool("java"))
             .arg(format!("-Djava.library.path={}", workload.display()))
             .arg("-cp")
             .arg(&workload)
