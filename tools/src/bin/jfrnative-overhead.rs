@@ -1,0 +1,247 @@
+//! The recorder's overhead benchmark: runs a fixed-work, CPU-bound Java workload (Java code and
+//! JDK native zlib on 2 threads) with and without the agent, interleaved (ABBA), and prints the
+//! median ratios of process CPU time and wall time, samples per CPU-second, lost samples, file
+//! bytes per sample, and the agent's start-up CPU cost (same runs with no work).
+//!
+//! `cargo run --release -p tools --bin jfrnative-overhead -- --interval 10ms --runs 5`
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use nix::sys::resource::{getrusage, UsageWho};
+
+#[derive(Parser)]
+#[command(about = "Overhead of the jfr-native agent on a CPU-bound Java workload")]
+struct Args {
+    /// JAVA_HOME of the JDK to run (default: $JAVA_HOME, else JDK 17's Debian path).
+    #[arg(long)]
+    java_home: Option<PathBuf>,
+    /// Agent library (default: target/release/libjfrnative.so).
+    #[arg(long)]
+    agent: Option<PathBuf>,
+    /// Sampling interval given to the agent.
+    #[arg(long, default_value = "10ms")]
+    interval: String,
+    /// Pairs of runs (each pair: one with, one without the agent; order alternates).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Work rounds per thread (about 9 ms of CPU each here: 400 is about 3.5 CPU-s per run).
+    #[arg(long, default_value_t = 400)]
+    rounds: u32,
+}
+
+struct Run {
+    cpu: Duration,
+    wall: Duration,
+    samples: u64,
+    lost: u64,
+    file_bytes: u64,
+}
+
+fn children_cpu() -> Duration {
+    getrusage(UsageWho::RUSAGE_CHILDREN)
+        .map(|u| {
+            let t = |tv: nix::sys::time::TimeVal| {
+                Duration::new(tv.tv_sec() as u64, tv.tv_usec() as u32 * 1_000)
+            };
+            t(u.user_time()) + t(u.system_time())
+        })
+        .unwrap_or_default()
+}
+
+/// From the agent's summary line (`jfr-native: wrote FILE: N samples (...); lost L (...)`), the
+/// number just before `before` or just after `after`.
+fn summary_number(stderr: &str, before: Option<&str>, after: Option<&str>) -> u64 {
+    let Some(line) = stderr.lines().find(|l| l.starts_with("jfr-native: wrote")) else {
+        return 0;
+    };
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|w| Some(*w) == before || Some(*w) == after);
+    let number = at
+        .and_then(|i| {
+            if before.is_some() {
+                i.checked_sub(1)
+            } else {
+                Some(i + 1)
+            }
+        })
+        .and_then(|i| words.get(i));
+    number
+        .and_then(|n| n.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok())
+        .unwrap_or(0)
+}
+
+fn run_once(
+    java: &Path,
+    classes: &Path,
+    agent: Option<(&Path, &str)>,
+    rounds: u32,
+    file: &Path,
+) -> Result<Run, String> {
+    let mut cmd = Command::new(java);
+    if let Some((lib, interval)) = agent {
+        cmd.arg(format!(
+            "-agentpath:{}=file={},interval={interval}",
+            lib.display(),
+            file.display()
+        ));
+    }
+    cmd.arg("-cp")
+        .arg(classes)
+        .args(["Workload", &rounds.to_string(), "2"]);
+    let cpu_before = children_cpu();
+    let start = Instant::now();
+    let out = cmd
+        .output()
+        .map_err(|e| format!("running {}: {e}", java.display()))?;
+    let wall = start.elapsed();
+    let cpu = children_cpu().saturating_sub(cpu_before);
+    if !out.status.success() {
+        return Err(format!(
+            "the workload failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (samples, lost, file_bytes) = if agent.is_some() {
+        (
+            summary_number(&stderr, Some("samples"), None),
+            summary_number(&stderr, None, Some("lost")),
+            std::fs::metadata(file).map_or(0, |m| m.len()),
+        )
+    } else {
+        (0, 0, 0)
+    };
+    Ok(Run {
+        cpu,
+        wall,
+        samples,
+        lost,
+        file_bytes,
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn run(args: Args) -> Result<(), String> {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let java_home = args
+        .java_home
+        .or_else(|| std::env::var_os("JAVA_HOME").map(PathBuf::from))
+        .unwrap_or_else(|| "/usr/lib/jvm/java-17-openjdk-amd64".into());
+    let java = java_home.join("bin/java");
+    let javac = ["bin/javac"]
+        .iter()
+        .map(|b| java_home.join(b))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| "/usr/lib/jvm/java-17-openjdk-amd64/bin/javac".into());
+    let agent = args
+        .agent
+        .unwrap_or_else(|| repo.join("target/release/libjfrnative.so"));
+    if !agent.exists() {
+        return Err(format!(
+            "{} not found: build it with `cargo build --release -p recorder`",
+            agent.display()
+        ));
+    }
+    let dir = std::env::temp_dir().join(format!("jfrnative-overhead-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let compiled = Command::new(&javac)
+        .args(["--release", "17", "-d"])
+        .arg(&dir)
+        .arg(repo.join("testdata/java/Workload.java"))
+        .status();
+    if !compiled.is_ok_and(|s| s.success()) {
+        return Err(format!(
+            "compiling Workload.java with {} failed",
+            javac.display()
+        ));
+    }
+    let file = dir.join("overhead.jfr");
+    let with_agent = Some((agent.as_path(), args.interval.as_str()));
+
+    let (mut cpu_ratio, mut wall_ratio, mut per_cpu_s, mut bytes_per_sample, mut startup_ms) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    let mut lost = 0;
+    for i in 0..args.runs {
+        let (base, with) = if i % 2 == 0 {
+            let b = run_once(&java, &dir, None, args.rounds, &file)?;
+            (b, run_once(&java, &dir, with_agent, args.rounds, &file)?)
+        } else {
+            let w = run_once(&java, &dir, with_agent, args.rounds, &file)?;
+            (run_once(&java, &dir, None, args.rounds, &file)?, w)
+        };
+        cpu_ratio.push(with.cpu.as_secs_f64() / base.cpu.as_secs_f64());
+        wall_ratio.push(with.wall.as_secs_f64() / base.wall.as_secs_f64());
+        per_cpu_s.push(with.samples as f64 / with.cpu.as_secs_f64());
+        bytes_per_sample.push(with.file_bytes as f64 / with.samples.max(1) as f64);
+        lost += with.lost;
+        let idle_base = run_once(&java, &dir, None, 0, &file)?;
+        let idle_with = run_once(&java, &dir, with_agent, 0, &file)?;
+        startup_ms.push((idle_with.cpu.as_secs_f64() - idle_base.cpu.as_secs_f64()) * 1e3);
+        eprintln!(
+            "run {}: CPU {:.3}s -> {:.3}s, wall {:.3}s -> {:.3}s, {} samples, {} lost, {} bytes; start-up +{:.1} ms CPU",
+            i + 1,
+            base.cpu.as_secs_f64(),
+            with.cpu.as_secs_f64(),
+            base.wall.as_secs_f64(),
+            with.wall.as_secs_f64(),
+            with.samples,
+            with.lost,
+            with.file_bytes,
+            startup_ms.last().copied().unwrap_or_default()
+        );
+    }
+    println!(
+        "jfr-native overhead, interval={}, {} interleaved pairs, {}",
+        args.interval,
+        args.runs,
+        java_home.display()
+    );
+    println!(
+        "  process CPU time ratio (median): {:.4}  ({:+.2}%)",
+        median(cpu_ratio.clone()),
+        (median(cpu_ratio) - 1.0) * 100.0
+    );
+    println!(
+        "  wall time ratio (median):        {:.4}  ({:+.2}%)",
+        median(wall_ratio.clone()),
+        (median(wall_ratio) - 1.0) * 100.0
+    );
+    println!(
+        "  samples per CPU-second (median): {:.1}",
+        median(per_cpu_s)
+    );
+    println!("  lost samples (all runs):         {lost}");
+    println!(
+        "  file bytes per sample (median):  {:.1}",
+        median(bytes_per_sample)
+    );
+    println!(
+        "  start-up CPU cost (median):      {:.1} ms",
+        median(startup_ms)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("jfrnative-overhead: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
