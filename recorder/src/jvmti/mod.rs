@@ -91,34 +91,30 @@ impl Vm {
         unsafe { &**self.0 }
     }
 
-    /// The JVMTI environment (version 1.2).
-    pub fn jvmti(&self) -> Option<Jvmti> {
-        let mut env: *mut c_void = ptr::null_mut();
+    /// `GetEnv` for an interface `version`.
+    fn get_env(&self, version: i32) -> Option<*mut c_void> {
         let get_env = self.invoke().GetEnv;
         if get_env.is_null() {
             return None;
         }
+        let mut env: *mut c_void = ptr::null_mut();
         // SAFETY: GetEnv has signature jint (JavaVM*, void**, jint) (jni.h).
         let f: unsafe extern "system" fn(JavaVm, *mut *mut c_void, i32) -> i32 =
             unsafe { std::mem::transmute(get_env) };
         // SAFETY: valid VM pointer and out-pointer.
-        let rc = unsafe { f(self.0, &mut env, JVMTI_VERSION_1_2) };
-        (rc == 0 && !env.is_null()).then_some(Jvmti { env: env.cast() })
+        let rc = unsafe { f(self.0, &mut env, version) };
+        (rc == 0 && !env.is_null()).then_some(env)
+    }
+
+    /// The JVMTI environment (version 1.2).
+    pub fn jvmti(&self) -> Option<Jvmti> {
+        self.get_env(JVMTI_VERSION_1_2)
+            .map(|env| Jvmti { env: env.cast() })
     }
 
     /// The calling thread's JNIEnv, if it is attached.
     pub fn jni_env(&self) -> Option<JniEnv> {
-        let mut env: *mut c_void = ptr::null_mut();
-        let get_env = self.invoke().GetEnv;
-        if get_env.is_null() {
-            return None;
-        }
-        // SAFETY: GetEnv has signature jint (JavaVM*, void**, jint) (jni.h).
-        let f: unsafe extern "system" fn(JavaVm, *mut *mut c_void, i32) -> i32 =
-            unsafe { std::mem::transmute(get_env) };
-        // SAFETY: valid VM pointer and out-pointer.
-        let rc = unsafe { f(self.0, &mut env, JNI_VERSION_1_8) };
-        (rc == 0 && !env.is_null()).then_some(env.cast())
+        self.get_env(JNI_VERSION_1_8).map(|env| env.cast())
     }
 
     /// Attaches the calling native thread to the VM as a daemon named `name`.
@@ -381,128 +377,118 @@ fn copy_array<T: Copy>(p: *const T, count: i32) -> Vec<T> {
 /// JNI calls on the current thread's `JNIEnv`.
 pub struct Jni(pub JniEnv);
 
+/// The JNI functions the agent calls, typed (jni.h).
+struct JniFns {
+    find_class: unsafe extern "system" fn(JniEnv, *const c_char) -> JObject,
+    get_object_class: unsafe extern "system" fn(JniEnv, JObject) -> JObject,
+    get_method_id:
+        unsafe extern "system" fn(JniEnv, JObject, *const c_char, *const c_char) -> JMethodId,
+    get_field_id:
+        unsafe extern "system" fn(JniEnv, JObject, *const c_char, *const c_char) -> *mut c_void,
+    call_long_method: unsafe extern "system" fn(JniEnv, JObject, JMethodId, *const u64) -> i64,
+    get_long_field: unsafe extern "system" fn(JniEnv, JObject, *mut c_void) -> i64,
+    exception_check: unsafe extern "system" fn(JniEnv) -> u8,
+    exception_clear: unsafe extern "system" fn(JniEnv),
+    delete_local_ref: unsafe extern "system" fn(JniEnv, JObject),
+}
+
 impl Jni {
     fn table(&self) -> &sys::JniNativeInterface {
         // SAFETY: a JNIEnv handed to us by the JVM for the current thread.
         unsafe { &**self.0 }
     }
 
-    /// `Thread.getId()` of `thread` (a `java.lang.Thread`), if it can be called.
-    pub fn java_thread_id(&self, thread: JObject) -> Option<i64> {
+    /// The typed functions, or `None` if any slot is null.
+    // The target type of each transmute is the `JniFns` field it initializes.
+    #[allow(clippy::missing_transmute_annotations)]
+    fn fns(&self) -> Option<JniFns> {
         let t = self.table();
-        if [
+        let slots = [
+            t.FindClass,
             t.GetObjectClass,
             t.GetMethodID,
-            t.CallLongMethodA,
-            t.ExceptionCheck,
-            t.ExceptionClear,
-            t.DeleteLocalRef,
-        ]
-        .iter()
-        .any(|p| p.is_null())
-            || thread.is_null()
-        {
-            return None;
-        }
-        // SAFETY: the slots are non-null JNI functions with these signatures (jni.h).
-        unsafe {
-            let get_object_class: unsafe extern "system" fn(JniEnv, JObject) -> JObject =
-                std::mem::transmute(t.GetObjectClass);
-            let get_method_id: unsafe extern "system" fn(
-                JniEnv,
-                JObject,
-                *const c_char,
-                *const c_char,
-            ) -> JMethodId = std::mem::transmute(t.GetMethodID);
-            let call_long: unsafe extern "system" fn(
-                JniEnv,
-                JObject,
-                JMethodId,
-                *const u64,
-            ) -> i64 = std::mem::transmute(t.CallLongMethodA);
-            let exception_check: unsafe extern "system" fn(JniEnv) -> u8 =
-                std::mem::transmute(t.ExceptionCheck);
-            let exception_clear: unsafe extern "system" fn(JniEnv) =
-                std::mem::transmute(t.ExceptionClear);
-            let delete_local_ref: unsafe extern "system" fn(JniEnv, JObject) =
-                std::mem::transmute(t.DeleteLocalRef);
-            let class = get_object_class(self.0, thread);
-            if class.is_null() {
-                exception_clear(self.0);
-                return None;
-            }
-            let method = get_method_id(self.0, class, c"getId".as_ptr(), c"()J".as_ptr());
-            let id = if method.is_null() {
-                None
-            } else {
-                Some(call_long(self.0, thread, method, ptr::null()))
-            };
-            delete_local_ref(self.0, class);
-            if exception_check(self.0) != 0 {
-                exception_clear(self.0);
-                return None;
-            }
-            id
-        }
-    }
-}
-
-impl Jni {
-    /// The private `long eetop` field of a `java.lang.Thread`: HotSpot's `JavaThread*` for a live
-    /// thread (0 once it has ended). Read through JNI, which ignores access modifiers.
-    pub fn thread_eetop(&self, thread: JObject) -> Option<i64> {
-        let t = self.table();
-        if [
-            t.FindClass,
             t.GetFieldID,
+            t.CallLongMethodA,
             t.GetLongField,
             t.ExceptionCheck,
             t.ExceptionClear,
             t.DeleteLocalRef,
-        ]
-        .iter()
-        .any(|p| p.is_null())
-            || thread.is_null()
-        {
+        ];
+        if slots.iter().any(|p| p.is_null()) {
             return None;
         }
-        // SAFETY: the slots are non-null JNI functions with these signatures (jni.h); `thread`
-        // is a live local reference to a java.lang.Thread.
+        // SAFETY: every slot is non-null and holds the JNI function of that name, whose C
+        // signature is the field's type (jni.h).
         unsafe {
-            let find_class: unsafe extern "system" fn(JniEnv, *const c_char) -> JObject =
-                std::mem::transmute(t.FindClass);
-            let get_field_id: unsafe extern "system" fn(
-                JniEnv,
-                JObject,
-                *const c_char,
-                *const c_char,
-            ) -> *mut c_void = std::mem::transmute(t.GetFieldID);
-            let get_long_field: unsafe extern "system" fn(JniEnv, JObject, *mut c_void) -> i64 =
-                std::mem::transmute(t.GetLongField);
-            let exception_check: unsafe extern "system" fn(JniEnv) -> u8 =
-                std::mem::transmute(t.ExceptionCheck);
-            let exception_clear: unsafe extern "system" fn(JniEnv) =
-                std::mem::transmute(t.ExceptionClear);
-            let delete_local_ref: unsafe extern "system" fn(JniEnv, JObject) =
-                std::mem::transmute(t.DeleteLocalRef);
-            let class = find_class(self.0, c"java/lang/Thread".as_ptr());
+            Some(JniFns {
+                find_class: std::mem::transmute(t.FindClass),
+                get_object_class: std::mem::transmute(t.GetObjectClass),
+                get_method_id: std::mem::transmute(t.GetMethodID),
+                get_field_id: std::mem::transmute(t.GetFieldID),
+                call_long_method: std::mem::transmute(t.CallLongMethodA),
+                get_long_field: std::mem::transmute(t.GetLongField),
+                exception_check: std::mem::transmute(t.ExceptionCheck),
+                exception_clear: std::mem::transmute(t.ExceptionClear),
+                delete_local_ref: std::mem::transmute(t.DeleteLocalRef),
+            })
+        }
+    }
+
+    /// Runs `read(class)` on the class (`Some`) or on `thread`'s class (`None`), then releases
+    /// the class reference and clears any pending exception (which makes the result `None`).
+    fn with_class(
+        &self,
+        name: Option<&CStr>,
+        thread: JObject,
+        read: impl FnOnce(&JniFns, JObject) -> Option<i64>,
+    ) -> Option<i64> {
+        let f = self.fns()?;
+        if thread.is_null() {
+            return None;
+        }
+        // SAFETY: JNI calls with this thread's env; `thread` is a live local reference to a
+        // java.lang.Thread and `name` a NUL-terminated class name.
+        unsafe {
+            let class = match name {
+                Some(name) => (f.find_class)(self.0, name.as_ptr()),
+                None => (f.get_object_class)(self.0, thread),
+            };
             if class.is_null() {
-                exception_clear(self.0);
+                (f.exception_clear)(self.0);
                 return None;
             }
-            let field = get_field_id(self.0, class, c"eetop".as_ptr(), c"J".as_ptr());
-            let value = if field.is_null() {
-                None
-            } else {
-                Some(get_long_field(self.0, thread, field))
-            };
-            delete_local_ref(self.0, class);
-            if exception_check(self.0) != 0 {
-                exception_clear(self.0);
+            let value = read(&f, class);
+            (f.delete_local_ref)(self.0, class);
+            if (f.exception_check)(self.0) != 0 {
+                (f.exception_clear)(self.0);
                 return None;
             }
             value
         }
+    }
+
+    /// `Thread.getId()` of `thread` (a `java.lang.Thread`), if it can be called.
+    pub fn java_thread_id(&self, thread: JObject) -> Option<i64> {
+        self.with_class(None, thread, |f, class| {
+            // SAFETY: JNI calls on a live class and thread reference with this thread's env.
+            unsafe {
+                let method = (f.get_method_id)(self.0, class, c"getId".as_ptr(), c"()J".as_ptr());
+                (!method.is_null())
+                    .then(|| (f.call_long_method)(self.0, thread, method, ptr::null()))
+            }
+        })
+    }
+
+    /// The private `long eetop` field of a `java.lang.Thread`: HotSpot's `JavaThread*` for a live
+    /// thread (0 once it has ended). Read through JNI, which ignores access modifiers.
+    pub fn thread_eetop(&self, thread: JObject) -> Option<i64> {
+        self.with_class(Some(c"java/lang/Thread"), thread, |f, class| {
+            // SAFETY: JNI calls on a live class and thread reference with this thread's env.
+            unsafe {
+                let field = (f.get_field_id)(self.0, class, c"eetop".as_ptr(), c"J".as_ptr());
+                (!field.is_null()).then(|| (f.get_long_field)(self.0, thread, field))
+            }
+        })
     }
 }
 
