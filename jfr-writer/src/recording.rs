@@ -224,13 +224,18 @@ impl<W: Write> Recording<W> {
 
     /// Finishes the last chunk and returns the output. An empty last chunk is not written
     /// unless it would be the only one (every file holds at least one chunk).
-    pub fn finish(mut self, now_ticks: i64) -> Result<W> {
+    pub fn finish(self, now_ticks: i64) -> Result<W> {
+        self.finish_with_totals(now_ticks).map(|(out, _)| out)
+    }
+
+    /// [`Recording::finish`], also returning the totals of the whole file.
+    pub fn finish_with_totals(mut self, now_ticks: i64) -> Result<(W, Totals)> {
         if self.chunk_events > 0 || self.totals.chunks == 0 {
             self.write_chunk(now_ticks, true)?;
         }
         let mut out = self.out.take().ok_or(Error::Finished)?;
         out.flush()?;
-        Ok(out)
+        Ok((out, self.totals))
     }
 
     fn write_chunk(&mut self, now_ticks: i64, last: bool) -> Result<()> {

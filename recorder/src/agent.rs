@@ -284,12 +284,11 @@ fn run_drain(
             break;
         }
     }
-    let chunks_before = drain.totals().chunks;
     let (summary, result) = drain.finish();
     match result {
-        Ok(_) => eprintln!(
+        Ok(totals) => eprintln!(
             "{}",
-            drain::summary_text(&agent.options.file, &summary, chunks_before + 1)
+            drain::summary_text(&agent.options.file, &summary, totals.chunks)
         ),
         Err(e) => eprintln!("jfr-native: finishing {} failed: {e}", agent.options.file),
     }

@@ -315,17 +315,15 @@ impl Drain {
         Ok(())
     }
 
-    /// Writes the last chunk and returns the totals.
+    /// Writes the last chunk; returns the summary and the file's totals.
     pub fn finish(mut self) -> (Summary, jfr_writer::Result<Totals>) {
         self.drain_all();
         let summary = self.summary;
-        let result = self.rec.finish(ticks_now()).map(|_| Totals::default());
+        let result = self
+            .rec
+            .finish_with_totals(ticks_now())
+            .map(|(_, totals)| totals);
         (summary, result)
-    }
-
-    /// Totals written so far.
-    pub fn totals(&self) -> Totals {
-        self.rec.totals()
     }
 }
 

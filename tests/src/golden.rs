@@ -353,10 +353,11 @@ impl Fixture {
     }
 
     fn finish(mut self, name: &'static str, t: i64) -> Case {
-        let totals_before = self.rec.totals().chunks;
-        let wrote_last = self.rec.chunk_events() > 0 || totals_before == 0;
-        self.expected.chunks = totals_before + u64::from(wrote_last);
-        let bytes = self.rec.finish(t).expect("writing to a Vec cannot fail");
+        let (bytes, totals) = self
+            .rec
+            .finish_with_totals(t)
+            .expect("writing to a Vec cannot fail");
+        self.expected.chunks = totals.chunks;
         self.expected.reading = std::mem::take(&mut self.expected.reading).sorted();
         Case {
             name,
