@@ -342,9 +342,7 @@ fn unregister_current_thread() {
         .iter()
         .filter(|s| s.tid == tid && !s.ended.load(Ordering::Acquire))
     {
-        if let Some(timer) = slot.timer.lock().ok().and_then(|mut t| t.take()) {
-            timer.delete();
-        }
+        slot.disarm();
         slot.ended.store(true, Ordering::Release);
     }
 }
@@ -354,9 +352,7 @@ fn stop(agent: &'static Agent) {
     RECORDING.store(false, Ordering::Release);
     let slots: Vec<&'static Slot> = SLOTS.lock().map(|s| s.clone()).unwrap_or_default();
     for slot in slots {
-        if let Some(timer) = slot.timer.lock().ok().and_then(|mut t| t.take()) {
-            timer.delete();
-        }
+        slot.disarm();
     }
     agent.stop.store(true, Ordering::Release);
     if let Some(handle) = agent.drain.lock().ok().and_then(|mut d| d.take()) {

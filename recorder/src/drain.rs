@@ -59,6 +59,31 @@ pub struct Summary {
     pub failed: u64,
 }
 
+/// What `jdk.OSInformation` and `jdk.CPUInformation` say, read once per recording.
+struct System {
+    os_version: String,
+    cpu_model: String,
+    hw_threads: u32,
+}
+
+impl System {
+    fn read() -> System {
+        let os_version = std::fs::read_to_string("/proc/version").unwrap_or_default();
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu_model = cpuinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("model name"))
+            .map(|l| l.trim_start_matches([' ', '\t', ':']).to_string())
+            .unwrap_or_default();
+        let hw_threads = std::thread::available_parallelism().map_or(0, |n| n.get() as u32);
+        System {
+            os_version: os_version.trim().to_string(),
+            cpu_model,
+            hw_threads,
+        }
+    }
+}
+
 /// The drain's state.
 pub struct Drain {
     rec: Recording<File>,
@@ -71,6 +96,7 @@ pub struct Drain {
     libraries_written: HashSet<(String, u64, u64)>,
     build_ids: HashMap<(String, u64), Option<String>>,
     chunk_start_ns: i64,
+    system: System,
     record: Vec<u64>,
     java: Vec<Frame>,
     summary: Summary,
@@ -102,6 +128,7 @@ impl Drain {
             libraries_written: HashSet::new(),
             build_ids: HashMap::new(),
             chunk_start_ns: os::monotonic_ns(),
+            system: System::read(),
             record: Vec::new(),
             java: Vec::new(),
             summary: Summary::default(),
@@ -182,24 +209,17 @@ impl Drain {
                 value: &value,
             });
         }
-        let os_version = std::fs::read_to_string("/proc/version").unwrap_or_default();
         self.rec.write(&OsInformation {
             start_ticks: now,
-            os_version: os_version.trim(),
+            os_version: &self.system.os_version,
         });
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let model = cpuinfo
-            .lines()
-            .find_map(|l| l.strip_prefix("model name"))
-            .map(|l| l.trim_start_matches([' ', '\t', ':']));
-        let hw_threads = std::thread::available_parallelism().map_or(0, |n| n.get() as u32);
         self.rec.write(&CpuInformation {
             start_ticks: now,
             cpu: std::env::consts::ARCH,
-            description: model.unwrap_or(""),
+            description: &self.system.cpu_model,
             sockets: 0,
             cores: 0,
-            hw_threads,
+            hw_threads: self.system.hw_threads,
         });
         self.libraries_written.clear();
         self.write_libraries();

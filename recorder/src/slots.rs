@@ -84,6 +84,13 @@ impl Slot {
         }
     }
 
+    /// Deletes the thread's timer, if armed (idempotent).
+    pub fn disarm(&self) {
+        if let Some(timer) = self.timer.lock().ok().and_then(|mut t| t.take()) {
+            timer.delete();
+        }
+    }
+
     /// The pointer a timer carries in `si_value`.
     pub fn as_signal_value(&'static self) -> *mut c_void {
         self as *const Slot as *mut c_void

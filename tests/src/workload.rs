@@ -52,12 +52,8 @@ pub fn workload_dir() -> PathBuf {
                 .arg(src.join("burner.c"))
                 .arg("-o")
                 .arg(dir.join("libburner.so")))?;
-            let javac = [Some(jdk.clone()), find(17)]
-                .into_iter()
-                .flatten()
-                .map(|j| j.tool("javac"))
-                .find(|p| p.exists())
-                .ok_or("no javac")?;
+            let javac =
+                crate::jdk::javac_for(&jdk).ok_or("no javac found to compile Burner.java")?;
             run(Command::new(javac)
                 .args(["--release", "17", "-d"])
                 .arg(&dir)

