@@ -346,11 +346,11 @@ fn bad_options_stop_the_jvm_with_a_message_naming_the_option() {
 }
 
 /// `jcmd PID JVMTI.agent_load LIB OPTIONS`; returns jcmd's output.
-fn jcmd_agent_load(jdk: &Jdk, pid: u32, options: &str) -> String {
+fn jcmd_agent_load(jdk: &Jdk, pid: u32, agent: &Path, options: &str) -> String {
     let out = Command::new(jdk.tool("jcmd"))
         .arg(pid.to_string())
         .arg("JVMTI.agent_load")
-        .arg(tests::workload::agent_library())
+        .arg(agent)
         .arg(options)
         .output()
         .unwrap();
@@ -363,7 +363,9 @@ fn attach_samples_threads_that_already_run() {
         let dir = out_dir("attach");
         let file = dir.join(format!("jdk{}.jfr", jdk.major));
         let workload = workload_dir();
-        let child = Command::new(jdk.tool("java"))
+        // Built before the JVM starts: a first, uncached build takes longer than the workload runs.
+        let agent = tests::workload::agent_library();
+        let mut child = Command::new(jdk.tool("java"))
             .arg(format!("-Djava.library.path={}", workload.display()))
             .arg("-cp")
             .arg(&workload)
@@ -373,20 +375,28 @@ fn attach_samples_threads_that_already_run() {
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(800));
-        // Unquoted, jcmd passes only "file": the agent says how to quote, the JVM keeps running.
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "{}: the workload ended before the attach",
+            jdk.name()
+        );
+        // Unquoted, jcmd passes only "file": the agent refuses (return code -1) and says how to
+        // quote; the JVM keeps running.
         let unquoted = jcmd_agent_load(
             &jdk,
             child.id(),
+            &agent,
             &format!("file={},interval=10ms", file.display()),
         );
         assert!(
-            !unquoted.contains("return code: 0"),
-            "{}: unquoted options were accepted: {unquoted}",
+            unquoted.contains("return code: -1"),
+            "{}: unquoted options were not refused by the agent: {unquoted}",
             jdk.name()
         );
         let quoted = jcmd_agent_load(
             &jdk,
             child.id(),
+            &agent,
             &format!("\"file={},interval=10ms\"", file.display()),
         );
         assert!(
