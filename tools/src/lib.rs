@@ -1,2 +1,3 @@
-//! Shared code of the jfr-native command-line tools. The tools themselves (`jfr-symbolize`,
-//! `jfrnative`) are tracked by issues 4 and 5.
+//! Shared code of the jfr-native command-line tools (`jfr-symbolize`, `jfrnative`).
+
+pub mod flamegraph;

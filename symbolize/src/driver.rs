@@ -1,0 +1,91 @@
+//! One pass over a file: read each chunk, resolve its PCs, fold its samples, and (if asked)
+//! write its symbolized copy, one chunk at a time.
+
+use std::io::{self, Write};
+
+use crate::jfr::{Chunk, ReadError};
+use crate::profile::read_chunk;
+use crate::report::{Aggregate, Filter};
+use crate::resolve::Symbolizer;
+use crate::rewrite::{rewrite_chunk, ChunkStats};
+
+/// What a pass produced.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Samples folded by stack.
+    pub aggregate: Aggregate,
+    /// Chunks read (and written, with a JFR output).
+    pub chunks: usize,
+    /// Sum of the rewrite counters.
+    pub rewrite: ChunkStats,
+    /// The damage that stopped reading before the end of the file, if any.
+    pub error: Option<ReadError>,
+}
+
+/// Reads `bytes` chunk by chunk; writes the symbolized JFR to `jfr_out` when given; calls
+/// `progress(bytes done, bytes total)` after each chunk.
+pub fn run(
+    bytes: &[u8],
+    symbolizer: &mut Symbolizer,
+    filter: &Filter,
+    mut jfr_out: Option<&mut dyn Write>,
+    tool: &str,
+    progress: &mut dyn FnMut(usize, usize),
+) -> io::Result<Outcome> {
+    let mut outcome = Outcome::default();
+    let mut offset = 0usize;
+    let mut origin_nanos = None;
+    let mut buffer = Vec::new();
+    if bytes.is_empty() {
+        outcome.error = Some(ReadError {
+            offset: 0,
+            what: "empty file".into(),
+        });
+    }
+    while offset < bytes.len() {
+        let chunk = match Chunk::parse(&bytes[offset..], offset as u64) {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                outcome.error = Some(e);
+                break;
+            }
+        };
+        let profile = match read_chunk(&chunk) {
+            Ok(p) => p,
+            Err(e) => {
+                outcome.error = Some(e);
+                break;
+            }
+        };
+        let h = chunk.header;
+        let origin = *origin_nanos.get_or_insert(h.start_nanos);
+        if let Some(out) = jfr_out.as_deref_mut() {
+            buffer.clear();
+            let last = offset + chunk.bytes.len() == bytes.len();
+            match rewrite_chunk(&chunk, &profile, symbolizer, tool, last, &mut buffer) {
+                Ok(stats) => {
+                    outcome.rewrite.samples += stats.samples;
+                    outcome.rewrite.with_native += stats.with_native;
+                    outcome.rewrite.native_frames += stats.native_frames;
+                    outcome.rewrite.named_frames += stats.named_frames;
+                }
+                Err(e) => {
+                    outcome.error = Some(e);
+                    break;
+                }
+            }
+            out.write_all(&buffer)?;
+        }
+        outcome.aggregate.add_chunk(
+            &profile,
+            symbolizer,
+            filter,
+            origin,
+            (h.start_nanos, h.start_ticks, h.ticks_per_second),
+        );
+        outcome.chunks += 1;
+        offset += chunk.bytes.len();
+        progress(offset, bytes.len());
+    }
+    Ok(outcome)
+}

@@ -1,0 +1,135 @@
+//! One ELF file on disk: its build-id, its loadable segments, its symbols and its unwind
+//! ranges, read once and kept with the file's map.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use object::{Object, ObjectSection, ObjectSegment};
+
+use super::function_starts::FunctionStarts;
+use super::mapped::Mapped;
+use super::symbols::SymbolTable;
+
+/// A `PT_LOAD` segment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Segment {
+    /// `p_offset`.
+    pub file_offset: u64,
+    /// `p_vaddr`.
+    pub address: u64,
+    /// `p_filesz`.
+    pub file_size: u64,
+}
+
+/// A mapped and indexed ELF file.
+pub struct ElfImage {
+    /// Where it was read from.
+    pub path: PathBuf,
+    map: Mapped,
+    /// The GNU build-id note.
+    pub build_id: Option<Vec<u8>>,
+    /// Loadable segments.
+    pub segments: Vec<Segment>,
+    /// `.gnu_debuglink`: the debug file's name and CRC-32.
+    pub debuglink: Option<(String, u32)>,
+    /// Whether the file carries `.debug_info`.
+    pub has_dwarf: bool,
+    /// Whether the file carries a non-empty `.symtab`.
+    pub has_symtab: bool,
+    symbols: OnceLock<SymbolTable>,
+    starts: OnceLock<FunctionStarts>,
+}
+
+impl ElfImage {
+    /// Maps and indexes `path`.
+    pub fn open(path: &Path) -> Result<ElfImage, String> {
+        let map = Mapped::open(path).map_err(|e| e.to_string())?;
+        let file = object::File::parse(map.bytes()).map_err(|e| format!("not an ELF file: {e}"))?;
+        if file.format() != object::BinaryFormat::Elf {
+            return Err("not an ELF file".into());
+        }
+        let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+        let debuglink = file
+            .gnu_debuglink()
+            .ok()
+            .flatten()
+            .map(|(name, crc)| (String::from_utf8_lossy(name).into_owned(), crc));
+        let segments = file
+            .segments()
+            .map(|s| {
+                let (file_offset, file_size) = s.file_range();
+                Segment {
+                    file_offset,
+                    address: s.address(),
+                    file_size,
+                }
+            })
+            .collect();
+        let has_dwarf = file
+            .section_by_name(".debug_info")
+            .is_some_and(|s| s.kind() != object::SectionKind::UninitializedData && s.size() > 0);
+        let has_symtab = file
+            .section_by_name(".symtab")
+            .is_some_and(|s| s.size() > 0);
+        Ok(ElfImage {
+            has_symtab,
+            path: path.to_path_buf(),
+            build_id,
+            segments,
+            debuglink,
+            has_dwarf,
+            symbols: OnceLock::new(),
+            starts: OnceLock::new(),
+            map,
+        })
+    }
+
+    /// The file's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        self.map.bytes()
+    }
+
+    /// The file parsed again (cheap: headers only).
+    pub fn object(&self) -> Option<object::File<'_>> {
+        object::File::parse(self.map.bytes()).ok()
+    }
+
+    /// The build-id as lower-case hex.
+    pub fn build_id_hex(&self) -> Option<String> {
+        self.build_id.as_deref().map(hex)
+    }
+
+    /// The virtual address that file offset `offset` is loaded at: the segment whose
+    /// page-aligned file range holds it, as the loader maps it.
+    pub fn address_of_file_offset(&self, offset: u64) -> Option<u64> {
+        const PAGE: u64 = 4096;
+        self.segments.iter().find_map(|s| {
+            let aligned = s.file_offset & !(PAGE - 1);
+            let slack = s.file_offset - aligned;
+            let end = s.file_offset + s.file_size;
+            (aligned <= offset && offset < end)
+                .then(|| s.address.wrapping_sub(slack).wrapping_add(offset - aligned))
+        })
+    }
+
+    /// Sized function symbols (read on first use).
+    pub fn symbols(&self) -> &SymbolTable {
+        self.symbols.get_or_init(|| match self.object() {
+            Some(file) => SymbolTable::read(&file, self.map.bytes()),
+            None => SymbolTable::default(),
+        })
+    }
+
+    /// `.eh_frame` function ranges (read on first use).
+    pub fn function_starts(&self) -> &FunctionStarts {
+        self.starts.get_or_init(|| match self.object() {
+            Some(file) => FunctionStarts::read(&file),
+            None => FunctionStarts::default(),
+        })
+    }
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

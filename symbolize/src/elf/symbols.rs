@@ -1,0 +1,115 @@
+//! Function symbols with their sizes: a PC resolves to the symbol whose `[start, start+size)`
+//! holds it, never to the nearest symbol below it.
+
+use object::{Object, ObjectSymbol, SymbolKind};
+
+/// One function symbol: a name, as a range of the mapped file, and the addresses it covers.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    start: u64,
+    end: u64,
+    name_offset: u32,
+    name_len: u32,
+    rank: u8,
+}
+
+/// A sorted table of sized function symbols.
+#[derive(Debug, Default)]
+pub struct SymbolTable {
+    entries: Vec<Entry>,
+    /// `max_end[i]` = the largest `end` among `entries[..=i]`: where a backward scan for an
+    /// enclosing symbol may stop.
+    max_end: Vec<u64>,
+}
+
+impl SymbolTable {
+    /// Function symbols (`STT_FUNC` and `STT_GNU_IFUNC`) of `.symtab`, or of `.dynsym` when the
+    /// file has no `.symtab`. `file_bytes` is the slice `object` parsed, so that names can be
+    /// kept as offsets into it.
+    pub fn read(file: &object::File<'_>, file_bytes: &[u8]) -> SymbolTable {
+        let mut entries = collect(file.symbols(), file_bytes);
+        if entries.is_empty() {
+            entries = collect(file.dynamic_symbols(), file_bytes);
+        }
+        // Deterministic among aliases: the earliest start first; at one address the preferred
+        // binding (global, then weak, then local), then the shorter name, then the file order.
+        entries.sort_by_key(|e| (e.start, e.rank, e.name_len, e.name_offset));
+        entries.dedup_by_key(|e| e.start);
+        let mut max_end = Vec::with_capacity(entries.len());
+        let mut m = 0;
+        for e in &entries {
+            m = m.max(e.end);
+            max_end.push(m);
+        }
+        SymbolTable { entries, max_end }
+    }
+
+    /// How many symbols the table holds.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The innermost symbol containing `address`: `(start, name bytes)`.
+    pub fn lookup<'a>(&self, address: u64, file_bytes: &'a [u8]) -> Option<(u64, &'a [u8])> {
+        let upper = self.entries.partition_point(|e| e.start <= address);
+        let mut i = upper;
+        while i > 0 {
+            i -= 1;
+            if self.max_end[i] <= address {
+                break;
+            }
+            let e = self.entries[i];
+            if address < e.end {
+                let name = file_bytes
+                    .get(e.name_offset as usize..(e.name_offset + e.name_len) as usize)?;
+                return Some((e.start, name));
+            }
+        }
+        None
+    }
+}
+
+fn collect<'data, S: ObjectSymbol<'data>>(
+    symbols: impl Iterator<Item = S>,
+    file_bytes: &[u8],
+) -> Vec<Entry> {
+    let base = file_bytes.as_ptr() as usize;
+    let mut out = Vec::new();
+    for s in symbols {
+        if s.kind() != SymbolKind::Text || !s.is_definition() || s.size() == 0 {
+            continue;
+        }
+        let Ok(name) = s.name_bytes() else { continue };
+        if name.is_empty() {
+            continue;
+        }
+        // Names are slices of the mapped file; keep where they are, not copies.
+        let offset = (name.as_ptr() as usize).wrapping_sub(base);
+        if offset >= file_bytes.len()
+            || offset > u32::MAX as usize
+            || name.len() > u32::MAX as usize
+        {
+            continue;
+        }
+        let rank = if s.is_global() {
+            0
+        } else if s.is_weak() {
+            1
+        } else {
+            2
+        };
+        out.push(Entry {
+            start: s.address(),
+            end: s.address().saturating_add(s.size()),
+            name_offset: offset as u32,
+            name_len: name.len() as u32,
+            rank,
+        });
+    }
+    out
+}

@@ -1,0 +1,69 @@
+//! A JFR reader that keeps byte positions, so that a file can be rewritten record by record.
+//!
+//! Why not `jfrs` here: it keeps no record positions (a rewrite copies records it does not
+//! change byte for byte), and it allocates whatever chunk size a header claims before checking
+//! it against the file, which aborts the process on a corrupt header. The tests still read our
+//! output with `jfrs`, as one of the independent readers.
+
+pub mod chunk;
+pub mod cursor;
+pub mod encode;
+pub mod metadata;
+pub mod value;
+
+use std::fmt;
+
+pub use chunk::{Chunk, Header, Record};
+pub use metadata::Metadata;
+pub use value::Value;
+
+/// A malformed or truncated input, with the file offset where reading failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadError {
+    /// File offset.
+    pub offset: u64,
+    /// What was wrong.
+    pub what: String,
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "at offset {}: {}", self.offset, self.what)
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// The chunks of a file read up to the first damage.
+pub struct Chunks<'a> {
+    /// Every chunk read completely, in file order.
+    pub chunks: Vec<Chunk<'a>>,
+    /// Why reading stopped before the end of the file, if it did.
+    pub error: Option<ReadError>,
+}
+
+/// Reads every chunk of `bytes` until the end of the file or the first damaged chunk.
+pub fn read_chunks(bytes: &[u8]) -> Chunks<'_> {
+    let mut chunks = Vec::new();
+    let mut offset = 0usize;
+    let mut error = None;
+    while offset < bytes.len() {
+        match Chunk::parse(&bytes[offset..], offset as u64) {
+            Ok(chunk) => {
+                offset += chunk.bytes.len();
+                chunks.push(chunk);
+            }
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    if bytes.is_empty() {
+        error = Some(ReadError {
+            offset: 0,
+            what: "empty file".into(),
+        });
+    }
+    Chunks { chunks, error }
+}

@@ -1,0 +1,132 @@
+//! Field values decoded by the metadata, whatever the event or constant type.
+
+use super::cursor::{Cursor, JString};
+use super::metadata::Metadata;
+use super::ReadError;
+
+/// Deepest struct nesting accepted while decoding inline values.
+const MAX_DEPTH: usize = 32;
+
+/// One decoded value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// `boolean`.
+    Bool(bool),
+    /// `byte`, `char`, `short`, `int`, `long`.
+    Int(i64),
+    /// `float`, `double`.
+    Float(f64),
+    /// `java.lang.String`, inline or a reference into the `java.lang.String` pool.
+    Str(JString),
+    /// A constant-pool reference: the key into the pool of the field's class.
+    Ref {
+        /// Class of the pool.
+        class_id: u64,
+        /// Key in the pool.
+        key: u64,
+    },
+    /// An inline instance: its fields in metadata order.
+    Struct(Vec<Value>),
+    /// An array.
+    Array(Vec<Value>),
+}
+
+impl Value {
+    /// The integer, if this is one.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The boolean, if this is one.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+/// Decodes one value of class `class_id` (an array if `array`, a key if `constant_pool`).
+pub fn decode(
+    c: &mut Cursor<'_>,
+    md: &Metadata,
+    class_id: u64,
+    array: bool,
+    constant_pool: bool,
+) -> Result<Value, ReadError> {
+    if array {
+        let n = c.count()?;
+        let mut items = Vec::with_capacity(n);
+        for _ in 0..n {
+            items.push(decode(c, md, class_id, false, constant_pool)?);
+        }
+        return Ok(Value::Array(items));
+    }
+    if constant_pool {
+        return Ok(Value::Ref {
+            class_id,
+            key: c.varint()?,
+        });
+    }
+    decode_instance(c, md, class_id, 0)
+}
+
+/// Decodes an inline instance of `class_id`: a primitive, a string, or its fields in order.
+pub fn decode_instance(
+    c: &mut Cursor<'_>,
+    md: &Metadata,
+    class_id: u64,
+    depth: usize,
+) -> Result<Value, ReadError> {
+    let Some(class) = md.class(class_id) else {
+        return Err(c.error(format!(
+            "class id {class_id} is not declared in the metadata"
+        )));
+    };
+    match class.name.as_str() {
+        "boolean" => return Ok(Value::Bool(c.u8()? != 0)),
+        "byte" => return Ok(Value::Int(i64::from(c.u8()? as i8))),
+        "char" | "short" | "int" | "long" => return Ok(Value::Int(c.varint_i64()?)),
+        "float" => return Ok(Value::Float(f64::from(f32::from_bits(c.be_u32()?)))),
+        "double" => return Ok(Value::Float(f64::from_bits(c.be_u64()?))),
+        "java.lang.String" => return Ok(Value::Str(c.string()?)),
+        _ => {}
+    }
+    if depth > MAX_DEPTH {
+        return Err(c.error("inline values nested too deep"));
+    }
+    let mut fields = Vec::with_capacity(class.fields.len());
+    for f in &class.fields {
+        if f.array {
+            let n = c.count()?;
+            let mut items = Vec::with_capacity(n);
+            for _ in 0..n {
+                items.push(field_value(c, md, f.class_id, f.constant_pool, depth)?);
+            }
+            fields.push(Value::Array(items));
+        } else {
+            fields.push(field_value(c, md, f.class_id, f.constant_pool, depth)?);
+        }
+    }
+    Ok(Value::Struct(fields))
+}
+
+fn field_value(
+    c: &mut Cursor<'_>,
+    md: &Metadata,
+    class_id: u64,
+    constant_pool: bool,
+    depth: usize,
+) -> Result<Value, ReadError> {
+    if constant_pool {
+        Ok(Value::Ref {
+            class_id,
+            key: c.varint()?,
+        })
+    } else {
+        decode_instance(c, md, class_id, depth + 1)
+    }
+}

@@ -1,0 +1,295 @@
+//! The CPU samples and libraries of one chunk, read through its metadata by field name, so
+//! that files from the recorder, from the JDK, or from other writers with other field orders
+//! read alike.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use crate::jfr::cursor::JString;
+use crate::jfr::metadata::{Class, Element};
+use crate::jfr::value::decode_instance;
+use crate::jfr::{Chunk, ReadError, Record, Value};
+use crate::resolve::LibraryRef;
+
+/// A Java frame as recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JavaFrame {
+    /// Class name with dots (`java.lang.String`), `None` if unknown.
+    pub class: Option<Arc<str>>,
+    /// Method name.
+    pub method: Option<Arc<str>>,
+    /// Line number, when recorded (the JDK writes -1 or 0 for unknown).
+    pub line: Option<i64>,
+    /// Frame type description ("Interpreted", "JIT compiled", "Inlined", "Native", ...).
+    pub frame_type: Option<Arc<str>>,
+}
+
+/// One `jdk.CPUTimeSample`.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// Chunk-relative offset of the event record.
+    pub record_offset: usize,
+    /// `startTime` in ticks.
+    pub start_ticks: i64,
+    /// Thread name (`javaName`, else `osName`).
+    pub thread: Option<Arc<str>>,
+    /// `samplingPeriod` in nanoseconds: the CPU time this sample stands for.
+    pub weight_ns: u64,
+    /// `failed`: no Java stack could be taken.
+    pub failed: bool,
+    /// Java frames, top first.
+    pub java: Arc<[JavaFrame]>,
+    /// Native PCs, leaf first.
+    pub native: Arc<[u64]>,
+    /// `nativeStackTrace.truncated`.
+    pub native_truncated: bool,
+}
+
+/// Samples and libraries of one chunk.
+#[derive(Debug, Default)]
+pub struct ChunkProfile {
+    /// Every `jdk.NativeLibrary`, sorted by base address.
+    pub libraries: Vec<LibraryRef>,
+    /// Every `jdk.CPUTimeSample`, in file order.
+    pub samples: Vec<Sample>,
+}
+
+impl ChunkProfile {
+    /// The library holding `pc`.
+    pub fn library_of(&self, pc: u64) -> Option<&LibraryRef> {
+        let i = self.libraries.partition_point(|l| l.base <= pc);
+        let lib = self.libraries.get(i.checked_sub(1)?)?;
+        (pc < lib.top).then_some(lib)
+    }
+}
+
+/// Reads the samples and libraries of `chunk`.
+pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
+    let md = &chunk.metadata;
+    let sample_class = md.class_by_name("jdk.CPUTimeSample");
+    let library_class = md.class_by_name("jdk.NativeLibrary");
+    let view = View::new(chunk);
+    let mut profile = ChunkProfile::default();
+    let period_unit = sample_class
+        .and_then(|c| timespan_unit(&md.root, &c.name, "samplingPeriod"))
+        .unwrap_or_else(|| "TICKS".to_string());
+    let mut java_stacks: FxHashMap<u64, Arc<[JavaFrame]>> = FxHashMap::default();
+    let mut native_stacks: FxHashMap<u64, (Arc<[u64]>, bool)> = FxHashMap::default();
+    for record in chunk.records() {
+        let record = record?;
+        if let Some(class) = library_class.filter(|c| c.id == record.type_id) {
+            let fields = view.event_fields(&record, class)?;
+            let get = |name: &str| class.field_index(name).and_then(|i| fields.get(i));
+            let int = |name: &str| get(name).and_then(Value::as_i64);
+            let (Some(path), Some(base), Some(top)) = (
+                get("name").and_then(|v| view.string(v)),
+                int("baseAddress"),
+                int("topAddress"),
+            ) else {
+                continue;
+            };
+            profile.libraries.push(LibraryRef {
+                path: path.to_string(),
+                base: base as u64,
+                top: top as u64,
+                build_id: get("buildId")
+                    .and_then(|v| view.string(v))
+                    .map(|s| s.to_string())
+                    .filter(|s| !s.is_empty()),
+                file_offset: int("fileOffset").unwrap_or(0) as u64,
+            });
+        } else if let Some(class) = sample_class.filter(|c| c.id == record.type_id) {
+            let fields = view.event_fields(&record, class)?;
+            let get = |name: &str| class.field_index(name).and_then(|i| fields.get(i));
+            let period = get("samplingPeriod").and_then(Value::as_i64).unwrap_or(0);
+            let weight_ns = to_nanos(period, &period_unit, chunk.header.ticks_per_second);
+            let java = match get("stackTrace") {
+                Some(Value::Ref { key, .. }) => java_stacks
+                    .entry(*key)
+                    .or_insert_with(|| view.java_stack(get("stackTrace")))
+                    .clone(),
+                other => view.java_stack(other),
+            };
+            let (native, native_truncated) = match get("nativeStackTrace") {
+                Some(Value::Ref { key, .. }) => native_stacks
+                    .entry(*key)
+                    .or_insert_with(|| view.native_stack(get("nativeStackTrace")))
+                    .clone(),
+                other => view.native_stack(other),
+            };
+            profile.samples.push(Sample {
+                record_offset: record.offset,
+                start_ticks: get("startTime").and_then(Value::as_i64).unwrap_or(0),
+                thread: get("eventThread").and_then(|v| view.thread_name(v)),
+                weight_ns,
+                failed: get("failed").and_then(Value::as_bool).unwrap_or(false),
+                java,
+                native,
+                native_truncated,
+            });
+        }
+    }
+    profile.libraries.sort_by_key(|l| l.base);
+    Ok(profile)
+}
+
+fn to_nanos(value: i64, unit: &str, ticks_per_second: i64) -> u64 {
+    let v = value.max(0) as u128;
+    let ns = match unit {
+        "NANOSECONDS" => v,
+        "MICROSECONDS" => v * 1_000,
+        "MILLISECONDS" => v * 1_000_000,
+        "SECONDS" => v * 1_000_000_000,
+        _ if ticks_per_second > 0 => v * 1_000_000_000 / ticks_per_second as u128,
+        _ => v,
+    };
+    ns.min(u64::MAX as u128) as u64
+}
+
+/// The `@Timespan` value of field `field` of class `class`, from the metadata tree.
+fn timespan_unit(root: &Element, class: &str, field: &str) -> Option<String> {
+    let md = root.children.iter().find(|e| e.name == "metadata")?;
+    let timespan_id = md
+        .children
+        .iter()
+        .find(|c| c.name == "class" && c.attr("name") == Some("jdk.jfr.Timespan"))?
+        .attr("id")?;
+    let class = md
+        .children
+        .iter()
+        .find(|c| c.name == "class" && c.attr("name") == Some(class))?;
+    let field = class
+        .children
+        .iter()
+        .find(|f| f.name == "field" && f.attr("name") == Some(field))?;
+    field
+        .children
+        .iter()
+        .find(|a| a.name == "annotation" && a.attr("class") == Some(timespan_id))?
+        .attr("value")
+        .map(str::to_string)
+}
+
+/// Reads values of one chunk by field name, following constant-pool references.
+pub struct View<'c, 'a> {
+    chunk: &'c Chunk<'a>,
+}
+
+impl<'c, 'a> View<'c, 'a> {
+    /// A view of `chunk`.
+    pub fn new(chunk: &'c Chunk<'a>) -> View<'c, 'a> {
+        View { chunk }
+    }
+
+    /// The fields of an event record of class `class`.
+    pub fn event_fields(
+        &self,
+        record: &Record<'_>,
+        class: &Class,
+    ) -> Result<Vec<Value>, ReadError> {
+        let mut c = record.payload(self.chunk.offset);
+        match decode_instance(&mut c, &self.chunk.metadata, class.id, 0)? {
+            Value::Struct(fields) => Ok(fields),
+            _ => Err(c.error("an event that is not a struct")),
+        }
+    }
+
+    /// `value`, or the constant it refers to, with the class it is an instance of.
+    fn deref<'v>(&'v self, value: &'v Value) -> Option<&'v Value>
+    where
+        'c: 'v,
+    {
+        match value {
+            Value::Ref { class_id, key } => self.chunk.constant(*class_id, *key),
+            v => Some(v),
+        }
+    }
+
+    fn field_of<'v>(&'v self, value: &'v Value, class_name: &str, field: &str) -> Option<&'v Value>
+    where
+        'c: 'v,
+    {
+        let class = self.chunk.metadata.class_by_name(class_name)?;
+        let index = class.field_index(field)?;
+        match self.deref(value)? {
+            Value::Struct(fields) => fields.get(index),
+            _ => None,
+        }
+    }
+
+    /// A string: inline, from the string pool, or a one-field struct such as a symbol.
+    pub fn string(&self, value: &Value) -> Option<Arc<str>> {
+        match self.deref(value)? {
+            Value::Str(JString::Text(s)) => Some(Arc::from(s.as_str())),
+            Value::Str(JString::PoolRef(key)) => {
+                let id = self.chunk.metadata.class_by_name("java.lang.String")?.id;
+                match self.chunk.constant(id, *key)? {
+                    Value::Str(JString::Text(s)) => Some(Arc::from(s.as_str())),
+                    _ => None,
+                }
+            }
+            Value::Struct(fields) if fields.len() == 1 => self.string(&fields[0]),
+            _ => None,
+        }
+    }
+
+    fn thread_name(&self, thread: &Value) -> Option<Arc<str>> {
+        ["javaName", "osName"]
+            .iter()
+            .find_map(|f| self.string(self.field_of(thread, "java.lang.Thread", f)?))
+    }
+
+    fn java_stack(&self, stack: Option<&Value>) -> Arc<[JavaFrame]> {
+        let frames = stack.and_then(|s| self.field_of(s, "jdk.types.StackTrace", "frames"));
+        let Some(Value::Array(frames)) = frames else {
+            return Arc::from([]);
+        };
+        frames.iter().map(|f| self.java_frame(f)).collect()
+    }
+
+    fn java_frame(&self, frame: &Value) -> JavaFrame {
+        let method = self.field_of(frame, "jdk.types.StackFrame", "method");
+        let class = method
+            .and_then(|m| self.field_of(m, "jdk.types.Method", "type"))
+            .and_then(|c| self.field_of(c, "java.lang.Class", "name"))
+            .and_then(|n| self.string(n))
+            .map(|n| Arc::from(n.replace('/', ".").as_str()));
+        JavaFrame {
+            class,
+            method: method
+                .and_then(|m| self.field_of(m, "jdk.types.Method", "name"))
+                .and_then(|n| self.string(n)),
+            line: self
+                .field_of(frame, "jdk.types.StackFrame", "lineNumber")
+                .and_then(Value::as_i64)
+                .filter(|&l| l > 0),
+            frame_type: self
+                .field_of(frame, "jdk.types.StackFrame", "type")
+                .and_then(|t| self.string(t)),
+        }
+    }
+
+    fn native_stack(&self, stack: Option<&Value>) -> (Arc<[u64]>, bool) {
+        let Some(stack) = stack else {
+            return (Arc::from([]), false);
+        };
+        let truncated = self
+            .field_of(stack, "jdk.NativeStackTrace", "truncated")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let Some(Value::Array(frames)) = self.field_of(stack, "jdk.NativeStackTrace", "frames")
+        else {
+            return (Arc::from([]), truncated);
+        };
+        let pcs = frames
+            .iter()
+            .filter_map(|f| {
+                self.field_of(f, "jdk.NativeStackFrame", "pc")
+                    .and_then(Value::as_i64)
+            })
+            .map(|pc| pc as u64)
+            .collect();
+        (pcs, truncated)
+    }
+}

@@ -1,0 +1,8 @@
+//! Views of a symbolized profile.
+
+pub mod aggregate;
+pub mod collapsed;
+pub mod json;
+pub mod text;
+
+pub use aggregate::{Aggregate, Filter, FrameKey, Kind, Weight};

@@ -1,0 +1,604 @@
+//! Writing a symbolized copy of a chunk: every `jdk.CPUTimeSample` gets a stack trace that
+//! starts with its native frames (leaf first, inlined functions as their own frames) followed
+//! by its Java frames, and loses the `nativeStackTrace` field, which `jfr print` cannot print
+//! in text mode. Every other record is copied byte for byte; checkpoints are copied with their
+//! chain re-linked; one new checkpoint holds the new constants; the metadata is the input's
+//! with that field removed and a `jfrnative.Symbolization` event added, which says what was
+//! done.
+//!
+//! A native frame is an ordinary `jdk.types.StackFrame` of type "Native": its method's class
+//! is the library file name (`libc.so.6`), its name the function (or `lib+0xADDR` when the
+//! library has no name for it), its modifiers `native` (0x100), its line the DWARF line or -1
+//! when unknown, its bytecode index -1. Its descriptor is the placeholder `()V`: parameters and
+//! return type are not known (C++ names carry their parameters in the name), but readers need
+//! a well-formed descriptor (an empty one makes `jfr print` fail).
+
+use std::sync::Arc;
+
+use jfr_writer::leb128::{record_size, write_i64, write_u64};
+use rustc_hash::FxHashMap;
+
+use crate::jfr::chunk::{Pools, HEADER_SIZE};
+use crate::jfr::cursor::JString;
+use crate::jfr::encode::encode_instance;
+use crate::jfr::metadata::{Element, Metadata};
+use crate::jfr::{Chunk, ReadError, Value};
+use crate::profile::{ChunkProfile, View};
+use crate::resolve::{Frame, Symbolizer};
+
+/// Name of the event type added to say how the file was made.
+pub const SYMBOLIZATION_EVENT: &str = "jfrnative.Symbolization";
+
+/// What one chunk's rewrite did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkStats {
+    /// `jdk.CPUTimeSample` events written.
+    pub samples: u64,
+    /// Of those, how many got native frames.
+    pub with_native: u64,
+    /// Native frames of those samples (inlined ones included), counted per sample.
+    pub native_frames: u64,
+    /// Of those, how many have a function name.
+    pub named_frames: u64,
+}
+
+/// A stack trace written for (native PCs, Java stack key): its new key, its native frames and
+/// how many of them are named.
+type NewStack = (u64, u64, u64);
+
+/// The output metadata for an input chunk's metadata.
+pub struct OutputMetadata {
+    metadata: Metadata,
+    symbolization_id: Option<u64>,
+}
+
+impl OutputMetadata {
+    /// `input` without `jdk.CPUTimeSample.nativeStackTrace` and with the symbolization event.
+    pub fn new(input: &Metadata) -> Result<OutputMetadata, String> {
+        let mut root = input.root.clone();
+        let symbolization_id = input.max_class_id() + 1;
+        let mut added = false;
+        let class_id = |name: &str| input.class_by_name(name).map(|c| c.id.to_string());
+        if let Some(md) = root.children.iter_mut().find(|e| e.name == "metadata") {
+            for class in md.children.iter_mut() {
+                if class.name == "class" && class.attr("name") == Some("jdk.CPUTimeSample") {
+                    class.children.retain(|f| {
+                        !(f.name == "field" && f.attr("name") == Some("nativeStackTrace"))
+                    });
+                }
+            }
+            if let Some(event) = symbolization_class(symbolization_id, &class_id) {
+                md.children.push(event);
+                added = true;
+            }
+        }
+        let metadata = Metadata::from_tree(input.start_ticks, 0, root)?;
+        Ok(OutputMetadata {
+            metadata,
+            symbolization_id: added.then_some(symbolization_id),
+        })
+    }
+}
+
+fn element(name: &str, attrs: &[(&str, &str)], children: Vec<Element>) -> Element {
+    Element {
+        name: name.into(),
+        attrs: attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        children,
+    }
+}
+
+fn symbolization_class(id: u64, class_id: &dyn Fn(&str) -> Option<String>) -> Option<Element> {
+    let long = class_id("long")?;
+    let string = class_id("java.lang.String")?;
+    let annotation = |class: &str, attrs: &[(&str, &str)]| -> Option<Element> {
+        let id = class_id(class)?;
+        let mut all = vec![("class", id.as_str())];
+        all.extend_from_slice(attrs);
+        Some(element("annotation", &all, Vec::new()))
+    };
+    let label = |text: &str| annotation("jdk.jfr.Label", &[("value", text)]);
+    let field = |name: &str, class: &str, text: &str, extra: Option<Element>| {
+        let mut children: Vec<Element> = label(text).into_iter().collect();
+        children.extend(extra);
+        element("field", &[("name", name), ("class", class)], children)
+    };
+    let mut children: Vec<Element> = [
+        label("Symbolization"),
+        annotation(
+            "jdk.jfr.Description",
+            &[(
+                "value",
+                "This chunk's native PCs were resolved offline; CPU-sample stacks start with the native frames",
+            )],
+        ),
+        annotation("jdk.jfr.Category", &[("value-0", "jfr-native")]),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    children.push(field(
+        "startTime",
+        &long,
+        "Start Time",
+        annotation("jdk.jfr.Timestamp", &[("value", "TICKS")]),
+    ));
+    children.push(field("tool", &string, "Tool", None));
+    children.push(field("samples", &long, "CPU Samples", None));
+    children.push(field(
+        "withNativeFrames",
+        &long,
+        "Samples With Native Frames",
+        None,
+    ));
+    children.push(field("nativeFrames", &long, "Native Frames", None));
+    children.push(field("namedFrames", &long, "Named Native Frames", None));
+    children.push(field(
+        "unresolvedLibraries",
+        &string,
+        "Libraries Not Resolved",
+        None,
+    ));
+    Some(element(
+        "class",
+        &[
+            ("name", SYMBOLIZATION_EVENT),
+            ("superType", "jdk.jfr.Event"),
+            ("id", &id.to_string()),
+        ],
+        children,
+    ))
+}
+
+/// New constants of one chunk, with keys above every key the input uses.
+struct NewConstants<'m> {
+    md: &'m Metadata,
+    next_key: FxHashMap<u64, u64>,
+    entries: FxHashMap<u64, Vec<(u64, Value)>>,
+    symbols: FxHashMap<Arc<str>, u64>,
+    classes: FxHashMap<Arc<str>, u64>,
+    methods: FxHashMap<(u64, Arc<str>), u64>,
+    native_type: Option<u64>,
+}
+
+impl<'m> NewConstants<'m> {
+    fn new(md: &'m Metadata, pools: &Pools) -> NewConstants<'m> {
+        let next_key = pools
+            .iter()
+            .map(|(class, entries)| (*class, entries.keys().max().map_or(1, |k| k + 1)))
+            .collect();
+        NewConstants {
+            md,
+            next_key,
+            entries: FxHashMap::default(),
+            symbols: FxHashMap::default(),
+            classes: FxHashMap::default(),
+            methods: FxHashMap::default(),
+            native_type: None,
+        }
+    }
+
+    fn add(&mut self, class_name: &str, fields: &[(&str, Value)]) -> u64 {
+        let Some(class) = self.md.class_by_name(class_name) else {
+            return 0;
+        };
+        let values = class
+            .fields
+            .iter()
+            .map(|f| {
+                fields
+                    .iter()
+                    .find(|(name, _)| *name == f.name)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or(Value::Struct(Vec::new()))
+            })
+            .collect();
+        let key = self.next_key.entry(class.id).or_insert(1);
+        let k = *key;
+        *key += 1;
+        self.entries
+            .entry(class.id)
+            .or_default()
+            .push((k, Value::Struct(values)));
+        k
+    }
+
+    fn reference(&self, class_name: &str, key: u64) -> Value {
+        Value::Ref {
+            class_id: self.md.class_by_name(class_name).map_or(0, |c| c.id),
+            key,
+        }
+    }
+
+    fn symbol(&mut self, s: &Arc<str>) -> Value {
+        let key = match self.symbols.get(s) {
+            Some(&k) => k,
+            None => {
+                let k = self.add(
+                    "jdk.types.Symbol",
+                    &[("string", Value::Str(JString::Text(s.to_string())))],
+                );
+                self.symbols.insert(s.clone(), k);
+                k
+            }
+        };
+        self.reference("jdk.types.Symbol", key)
+    }
+
+    fn class(&mut self, library: &Arc<str>) -> Value {
+        let key = match self.classes.get(library) {
+            Some(&k) => k,
+            None => {
+                let name = self.symbol(library);
+                let k = self.add(
+                    "java.lang.Class",
+                    &[
+                        ("name", name),
+                        ("modifiers", Value::Int(0)),
+                        ("hidden", Value::Bool(false)),
+                    ],
+                );
+                self.classes.insert(library.clone(), k);
+                k
+            }
+        };
+        self.reference("java.lang.Class", key)
+    }
+
+    fn method(&mut self, library: &Arc<str>, function: &Arc<str>) -> Value {
+        let class = self.class(library);
+        let class_key = match class {
+            Value::Ref { key, .. } => key,
+            _ => 0,
+        };
+        let key = match self.methods.get(&(class_key, function.clone())) {
+            Some(&k) => k,
+            None => {
+                let name = self.symbol(function);
+                let descriptor = self.symbol(&Arc::from("()V"));
+                let k = self.add(
+                    "jdk.types.Method",
+                    &[
+                        ("type", class),
+                        ("name", name),
+                        ("descriptor", descriptor),
+                        ("modifiers", Value::Int(0x100)),
+                        ("hidden", Value::Bool(false)),
+                    ],
+                );
+                self.methods.insert((class_key, function.clone()), k);
+                k
+            }
+        };
+        self.reference("jdk.types.Method", key)
+    }
+
+    /// Appends the checkpoint payload (after the type id) holding every new constant.
+    fn checkpoint_payload(&self, start_ticks: i64, delta: i64) -> Option<Vec<u8>> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        let mut out = Vec::new();
+        write_i64(&mut out, start_ticks);
+        write_u64(&mut out, 0);
+        write_i64(&mut out, delta);
+        out.push(0);
+        let mut classes: Vec<_> = self.entries.keys().copied().collect();
+        classes.sort_unstable();
+        write_u64(&mut out, classes.len() as u64);
+        for class in classes {
+            let entries = &self.entries[&class];
+            write_u64(&mut out, class);
+            write_u64(&mut out, entries.len() as u64);
+            for (key, value) in entries {
+                write_u64(&mut out, *key);
+                encode_instance(self.md, class, value, &mut out);
+            }
+        }
+        Some(out)
+    }
+}
+
+fn frame_type_native(chunk: &Chunk<'_>, constants: &mut NewConstants<'_>) -> Value {
+    let Some(class) = chunk.metadata.class_by_name("jdk.types.FrameType") else {
+        return Value::Ref {
+            class_id: 0,
+            key: 0,
+        };
+    };
+    let view = View::new(chunk);
+    let existing = chunk.pools.get(&class.id).and_then(|pool| {
+        let mut keys: Vec<_> = pool.keys().copied().collect();
+        keys.sort_unstable();
+        keys.into_iter()
+            .find(|k| view.string(&pool[k]).as_deref() == Some("Native"))
+    });
+    let key = match (existing, constants.native_type) {
+        (Some(k), _) | (None, Some(k)) => k,
+        (None, None) => {
+            let k = constants.add(
+                "jdk.types.FrameType",
+                &[("description", Value::Str(JString::Text("Native".into())))],
+            );
+            constants.native_type = Some(k);
+            k
+        }
+    };
+    Value::Ref {
+        class_id: class.id,
+        key,
+    }
+}
+
+fn append_record(out: &mut Vec<u8>, type_id: u64, payload: &[u8]) -> usize {
+    let at = out.len();
+    let mut head = Vec::with_capacity(2);
+    write_u64(&mut head, type_id);
+    let size = record_size(head.len() + payload.len());
+    write_u64(out, size);
+    out.extend_from_slice(&head);
+    out.extend_from_slice(payload);
+    at
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Writes the symbolized copy of `chunk` to `out`. `last` marks the final chunk of the output.
+pub fn rewrite_chunk(
+    chunk: &Chunk<'_>,
+    profile: &ChunkProfile,
+    symbolizer: &mut Symbolizer,
+    tool: &str,
+    last: bool,
+    out: &mut Vec<u8>,
+) -> Result<ChunkStats, ReadError> {
+    let start = out.len();
+    let md_error = |what: String| ReadError {
+        offset: chunk.offset + chunk.header.metadata_offset,
+        what,
+    };
+    let output_md = OutputMetadata::new(&chunk.metadata).map_err(md_error)?;
+    let md = &output_md.metadata;
+    let mut constants = NewConstants::new(md, &chunk.pools);
+    let native_type = frame_type_native(chunk, &mut constants);
+    let view = View::new(chunk);
+    let sample_class = chunk.metadata.class_by_name("jdk.CPUTimeSample");
+    let out_sample_class = md.class_by_name("jdk.CPUTimeSample");
+    let mut stats = ChunkStats::default();
+    let mut stacks: FxHashMap<(Arc<[u64]>, u64), NewStack> = FxHashMap::default();
+    let samples: FxHashMap<usize, usize> = profile
+        .samples
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.record_offset, i))
+        .collect();
+    let mut last_checkpoint: Option<usize> = None;
+    let mut body = Vec::with_capacity(chunk.bytes.len());
+    body.resize(HEADER_SIZE, 0);
+    for record in chunk.records() {
+        let record = record?;
+        match record.type_id {
+            0 => {}
+            1 => {
+                let mut c = record.payload(chunk.offset);
+                let start_ticks = c.varint_i64()?;
+                let duration = c.varint()?;
+                let _delta = c.varint()?;
+                let rest = &record.bytes[record.payload_start + c.pos()..];
+                let here = body.len();
+                let mut payload = Vec::with_capacity(rest.len() + 24);
+                write_i64(&mut payload, start_ticks);
+                write_u64(&mut payload, duration);
+                write_i64(
+                    &mut payload,
+                    last_checkpoint.map_or(0, |p| p as i64 - here as i64),
+                );
+                payload.extend_from_slice(rest);
+                append_record(&mut body, 1, &payload);
+                last_checkpoint = Some(here);
+            }
+            t if Some(t) == sample_class.map(|c| c.id) => {
+                let (Some(in_class), Some(out_class)) = (sample_class, out_sample_class) else {
+                    continue;
+                };
+                let mut fields = view.event_fields(&record, in_class)?;
+                stats.samples += 1;
+                if let (Some(&i), Some(trace)) = (
+                    samples.get(&record.offset),
+                    in_class.field_index("stackTrace"),
+                ) {
+                    let sample = &profile.samples[i];
+                    if !sample.native.is_empty() {
+                        let java_key = match fields.get(trace) {
+                            Some(Value::Ref { key, .. }) => *key,
+                            _ => 0,
+                        };
+                        let (key, frames, named) =
+                            match stacks.get(&(sample.native.clone(), java_key)) {
+                                Some(&k) => k,
+                                None => {
+                                    let k = native_stack(
+                                        chunk,
+                                        profile,
+                                        symbolizer,
+                                        &mut constants,
+                                        &native_type,
+                                        sample,
+                                        fields.get(trace),
+                                    );
+                                    stacks.insert((sample.native.clone(), java_key), k);
+                                    k
+                                }
+                            };
+                        stats.with_native += 1;
+                        stats.native_frames += frames;
+                        stats.named_frames += named;
+                        fields[trace] = constants.reference("jdk.types.StackTrace", key);
+                    }
+                }
+                // Drop fields the output class no longer has, by name.
+                let kept: Vec<Value> = out_class
+                    .fields
+                    .iter()
+                    .map(|f| {
+                        in_class
+                            .field_index(&f.name)
+                            .and_then(|i| fields.get(i).cloned())
+                            .unwrap_or(Value::Struct(Vec::new()))
+                    })
+                    .collect();
+                let mut payload = Vec::with_capacity(record.bytes.len());
+                encode_instance(md, out_class.id, &Value::Struct(kept), &mut payload);
+                append_record(&mut body, t, &payload);
+            }
+            _ => body.extend_from_slice(record.bytes),
+        }
+    }
+    let here = body.len();
+    if let Some(payload) = constants.checkpoint_payload(
+        chunk.header.start_ticks,
+        last_checkpoint.map_or(0, |p| p as i64 - here as i64),
+    ) {
+        append_record(&mut body, 1, &payload);
+        last_checkpoint = Some(here);
+    }
+    if let Some(id) = output_md.symbolization_id {
+        let mut payload = Vec::new();
+        let problems: Vec<String> = symbolizer
+            .problems()
+            .iter()
+            .map(|p| format!("{}: {}", p.library, p.reason))
+            .collect();
+        let values = [
+            Value::Int(chunk.header.start_ticks),
+            Value::Str(JString::Text(tool.to_string())),
+            Value::Int(stats.samples as i64),
+            Value::Int(stats.with_native as i64),
+            Value::Int(stats.native_frames as i64),
+            Value::Int(stats.named_frames as i64),
+            Value::Str(JString::Text(problems.join("; "))),
+        ];
+        encode_instance(md, id, &Value::Struct(values.to_vec()), &mut payload);
+        append_record(&mut body, id, &payload);
+    }
+    let metadata_at = body.len();
+    let metadata_id = fnv1a(&md.payload(0, 0)) & (i64::MAX as u64);
+    let md_payload = md.payload(chunk.header.start_ticks, metadata_id);
+    append_record(&mut body, 0, &md_payload);
+    let h = &chunk.header;
+    let mut header = Vec::with_capacity(HEADER_SIZE);
+    header.extend_from_slice(b"FLR\0");
+    header.extend_from_slice(&2u16.to_be_bytes());
+    header.extend_from_slice(&h.minor.to_be_bytes());
+    header.extend_from_slice(&(body.len() as u64).to_be_bytes());
+    header.extend_from_slice(&(last_checkpoint.unwrap_or(0) as u64).to_be_bytes());
+    header.extend_from_slice(&(metadata_at as u64).to_be_bytes());
+    header.extend_from_slice(&h.start_nanos.to_be_bytes());
+    header.extend_from_slice(&h.duration_nanos.to_be_bytes());
+    header.extend_from_slice(&h.start_ticks.to_be_bytes());
+    header.extend_from_slice(&h.ticks_per_second.to_be_bytes());
+    header.extend_from_slice(&[0, 0]);
+    header.extend_from_slice(&(1u16 | if last { 2 } else { 0 }).to_be_bytes());
+    body[..HEADER_SIZE].copy_from_slice(&header);
+    out.truncate(start);
+    out.extend_from_slice(&body);
+    Ok(stats)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn native_stack(
+    chunk: &Chunk<'_>,
+    profile: &ChunkProfile,
+    symbolizer: &mut Symbolizer,
+    constants: &mut NewConstants<'_>,
+    native_type: &Value,
+    sample: &crate::profile::Sample,
+    java_trace: Option<&Value>,
+) -> NewStack {
+    let mut frames = Vec::new();
+    let (mut native_frames, mut named) = (0, 0);
+    for (i, &pc) in sample.native.iter().enumerate() {
+        let location = symbolizer.resolve(profile.library_of(pc), pc, i == 0);
+        let library = location
+            .library
+            .clone()
+            .unwrap_or_else(|| Arc::from("[unknown]"));
+        for f in location.frames.iter() {
+            frames.push(native_frame(constants, native_type, &library, f));
+            native_frames += 1;
+            named += u64::from(f.named);
+        }
+    }
+    let mut java_truncated = false;
+    if let Some(trace) = java_trace {
+        if let Some(Value::Struct(fields)) = match trace {
+            Value::Ref { class_id, key } => chunk.constant(*class_id, *key),
+            v => Some(v),
+        } {
+            if let Some(class) = chunk.metadata.class_by_name("jdk.types.StackTrace") {
+                if let Some(Value::Array(java)) =
+                    class.field_index("frames").and_then(|i| fields.get(i))
+                {
+                    frames.extend(java.iter().cloned());
+                }
+                java_truncated = class
+                    .field_index("truncated")
+                    .and_then(|i| fields.get(i))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+            }
+        }
+    }
+    let key = constants.add(
+        "jdk.types.StackTrace",
+        &[
+            (
+                "truncated",
+                Value::Bool(java_truncated || sample.native_truncated),
+            ),
+            ("frames", Value::Array(frames)),
+        ],
+    );
+    (key, native_frames, named)
+}
+
+fn native_frame(
+    constants: &mut NewConstants<'_>,
+    native_type: &Value,
+    library: &Arc<str>,
+    frame: &Frame,
+) -> Value {
+    let method = constants.method(library, &frame.name);
+    let fields = [
+        ("method", method),
+        ("lineNumber", Value::Int(frame.line.map_or(-1, i64::from))),
+        ("bytecodeIndex", Value::Int(-1)),
+        ("type", native_type.clone()),
+    ];
+    let Some(class) = constants.md.class_by_name("jdk.types.StackFrame") else {
+        return Value::Struct(Vec::new());
+    };
+    Value::Struct(
+        class
+            .fields
+            .iter()
+            .map(|f| {
+                fields
+                    .iter()
+                    .find(|(n, _)| *n == f.name)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or(Value::Struct(Vec::new()))
+            })
+            .collect(),
+    )
+}
