@@ -4,4 +4,5 @@
 pub mod golden;
 pub mod jdk;
 pub mod readers;
+pub mod symlibs;
 pub mod workload;

@@ -9,6 +9,12 @@ cd "$(dirname "$0")/../.."
 
 apt_packages=()
 command -v gcc >/dev/null || apt_packages+=(gcc)
+command -v g++ >/dev/null || apt_packages+=(g++)
+# The symbolizer's tests and benchmark compare against llvm-symbolizer and binutils addr2line,
+# and the benchmark resolves libc against its separate debug file.
+command -v llvm-symbolizer >/dev/null || apt_packages+=(llvm)
+command -v objcopy >/dev/null || apt_packages+=(binutils)
+[ -d /usr/lib/debug/.build-id ] && dpkg -s libc6-dbg >/dev/null 2>&1 || apt_packages+=(libc6-dbg)
 command -v nm >/dev/null || apt_packages+=(binutils)
 command -v python3 >/dev/null || apt_packages+=(python3 python3-venv)
 jdk17=${JDK17_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}

@@ -1,7 +1,8 @@
 //! Function symbols with their sizes: a PC resolves to the symbol whose `[start, start+size)`
 //! holds it, never to the nearest symbol below it.
 
-use object::{Object, ObjectSymbol, SymbolKind};
+use object::elf::STT_GNU_IFUNC;
+use object::{Object, ObjectSymbol, SymbolFlags, SymbolKind};
 
 /// One function symbol: a name, as a range of the mapped file, and the addresses it covers.
 #[derive(Debug, Clone, Copy)]
@@ -81,7 +82,10 @@ fn collect<'data, S: ObjectSymbol<'data>>(
     let base = file_bytes.as_ptr() as usize;
     let mut out = Vec::new();
     for s in symbols {
-        if s.kind() != SymbolKind::Text || !s.is_definition() || s.size() == 0 {
+        // `object` reports STT_GNU_IFUNC as an unknown kind: test the ELF type itself.
+        let ifunc =
+            matches!(s.flags(), SymbolFlags::Elf { st_info, .. } if st_info & 0xf == STT_GNU_IFUNC);
+        if !(s.kind() == SymbolKind::Text || ifunc) || s.is_undefined() || s.size() == 0 {
             continue;
         }
         let Ok(name) = s.name_bytes() else { continue };
