@@ -64,6 +64,29 @@ pub fn workload_dir() -> PathBuf {
         .unwrap_or_else(|e| panic!("building the workload: {e}"))
 }
 
+/// `target/release/NAME`, a binary of the `tools` package, built once per test process.
+pub fn tool_binary(name: &str) -> PathBuf {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let dir = BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            run(Command::new(cargo).current_dir(repo()).args([
+                "build",
+                "--release",
+                "-p",
+                "tools",
+                "--bins",
+                "--quiet",
+            ]))?;
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| repo().join("target"), PathBuf::from);
+            Ok(target.join("release"))
+        })
+        .clone()
+        .unwrap_or_else(|e| panic!("building the tools: {e}"));
+    dir.join(name)
+}
+
 /// `java [jvm_args] -agentpath:...=agent_options Burner seconds threads`.
 pub fn java_with_agent(
     jdk: &Jdk,

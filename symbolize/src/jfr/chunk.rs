@@ -232,18 +232,19 @@ pub fn record_at(bytes: &[u8], file_offset: u64, rel: usize) -> Result<Record<'_
 
 fn parse_header(rest: &[u8], offset: u64) -> Result<Header, ReadError> {
     let mut c = Cursor::new(rest, offset);
+    if !MAGIC.starts_with(&rest[..rest.len().min(4)]) {
+        return Err(ReadError {
+            offset,
+            what: "not a JFR chunk (no FLR\\0 magic)".into(),
+        });
+    }
     if rest.len() < HEADER_SIZE {
         return Err(c.error(format!(
             "truncated chunk header: {} of {HEADER_SIZE} bytes",
             rest.len()
         )));
     }
-    if c.take(4)? != MAGIC {
-        return Err(ReadError {
-            offset,
-            what: "not a JFR chunk (no FLR\\0 magic)".into(),
-        });
-    }
+    c.take(4)?;
     let major = c.be_u16()?;
     let minor = c.be_u16()?;
     if major != 1 && major != 2 {

@@ -1,0 +1,360 @@
+//! `jfr-symbolize` end to end: a recording by the agent on JDK 17 and 25, symbolized, read back
+//! by the JDKs' `jfr print` (JSON and text) and `jfr summary`, and every other output format;
+//! damaged input; no panic on mutated input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use symbolize::report::Filter;
+use symbolize::{Options, Symbolizer};
+use tests::jdk::{oracle_jdks, Jdk};
+use tests::readers::{jfr_json, run};
+use tests::workload::{run_workload, tool_binary};
+
+const CHAIN: [&str; 4] = ["level3", "level2", "level1", "Java_Burner_nativeBurn"];
+
+fn out_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("jfrnative-symcli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// One multi-chunk recording per JDK, made once.
+fn recording(jdk: &Jdk) -> PathBuf {
+    static MADE: OnceLock<std::sync::Mutex<Vec<(u32, PathBuf)>>> = OnceLock::new();
+    let made = MADE.get_or_init(Default::default);
+    let mut made = made.lock().unwrap();
+    if let Some((_, p)) = made.iter().find(|(m, _)| *m == jdk.major) {
+        return p.clone();
+    }
+    let file = out_dir().join(format!("rec{}.jfr", jdk.major));
+    run_workload(
+        jdk,
+        &format!("file={},interval=10ms,chunk=1s", file.display()),
+        &[],
+        2.5,
+        "w-native:native,w-java:java",
+    );
+    made.push((jdk.major, file.clone()));
+    file
+}
+
+fn symbolize(args: &[&str]) -> Output {
+    Command::new(tool_binary("jfr-symbolize"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn frames_of(event: &Value) -> Vec<(String, String, String, i64)> {
+    event["values"]["stackTrace"]["frames"]
+        .as_array()
+        .map(|frames| {
+            frames
+                .iter()
+                .map(|f| {
+                    (
+                        f["method"]["type"]["name"]
+                            .as_str()
+                            .unwrap_or("")
+                            .to_string(),
+                        f["method"]["name"].as_str().unwrap_or("").to_string(),
+                        f["type"].as_str().unwrap_or("").to_string(),
+                        f["lineNumber"].as_i64().unwrap_or(0),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn symbolized_jfr_shows_native_frames_in_jdk_17_and_25() {
+    let jdks = oracle_jdks();
+    for rec_jdk in &jdks {
+        let input = recording(rec_jdk);
+        let output = out_dir().join(format!("sym{}.jfr", rec_jdk.major));
+        let out = symbolize(&[input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for jdk in &jdks {
+            let what = format!("recorded on {}, read by {}", rec_jdk.name(), jdk.name());
+            let text = run(Command::new(jdk.tool("jfr"))
+                .args([
+                    "print",
+                    "--json",
+                    "--stack-depth",
+                    "64",
+                    "--events",
+                    "jdk.CPUTimeSample",
+                ])
+                .arg(&output))
+            .unwrap();
+            let json: Value = serde_json::from_str(&text).unwrap();
+            let events = json["recording"]["events"].as_array().unwrap();
+            let native_thread: Vec<&Value> = events
+                .iter()
+                .filter(|e| e["values"]["eventThread"]["javaName"] == "w-native")
+                .collect();
+            assert!(
+                native_thread.len() >= 150,
+                "{what}: {} samples",
+                native_thread.len()
+            );
+            let good = native_thread
+                .iter()
+                .filter(|e| {
+                    let f = frames_of(e);
+                    f.len() > 5
+                        && f[..4].iter().zip(CHAIN).all(|(f, want)| {
+                            f.0 == "libburner.so" && f.1 == want && f.2 == "Native"
+                        })
+                        && f[4].0 == "Burner"
+                        && f[4].1 == "nativeBurn"
+                })
+                .count();
+            assert!(
+                good * 100 >= native_thread.len() * 95,
+                "{what}: {good} of {} w-native samples start with the native chain; first: {:?}",
+                native_thread.len(),
+                frames_of(native_thread[0])
+            );
+            assert!(
+                !text.contains("nativeStackTrace"),
+                "{what}: the nativeStackTrace field is still there"
+            );
+            // Text mode, which fails on the unsymbolized file's array field.
+            let pretty = run(Command::new(jdk.tool("jfr"))
+                .args(["print", "--events", "jdk.CPUTimeSample"])
+                .arg(&output))
+            .unwrap();
+            assert!(
+                pretty.contains("libburner.so.level3()"),
+                "{what}: text mode lacks the native frame"
+            );
+            let summary = run(Command::new(jdk.tool("jfr")).arg("summary").arg(&output)).unwrap();
+            assert!(
+                summary.contains("jfrnative.Symbolization"),
+                "{what}: {summary}"
+            );
+            let note = run(Command::new(jdk.tool("jfr"))
+                .args(["print", "--json", "--events", "jfrnative.Symbolization"])
+                .arg(&output))
+            .unwrap();
+            let note: Value = serde_json::from_str(&note).unwrap();
+            let notes = note["recording"]["events"].as_array().unwrap();
+            let chunks = summary
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("Chunks: "))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .unwrap();
+            assert!(chunks >= 2, "{what}: {chunks} chunks");
+            assert_eq!(
+                notes.len(),
+                chunks,
+                "{what}: one Symbolization event per chunk"
+            );
+            let samples: i64 = notes
+                .iter()
+                .map(|n| n["values"]["samples"].as_i64().unwrap())
+                .sum();
+            assert_eq!(samples as usize, events.len(), "{what}");
+        }
+        // Everything but the sample stacks is kept: same event counts per type.
+        let jdk = &jdks[0];
+        let counts = |file: &Path| -> Vec<(String, String)> {
+            let s = run(Command::new(jdk.tool("jfr")).arg("summary").arg(file)).unwrap();
+            s.lines()
+                .filter_map(|l| {
+                    let w: Vec<&str> = l.split_whitespace().collect();
+                    (w.len() == 3
+                        && w[0].starts_with("jdk.")
+                        && !w[0].ends_with("Metadata")
+                        && !w[0].ends_with("CheckPoint")
+                        && !w[0].ends_with("Checkpoint"))
+                    .then(|| (w[0].to_string(), w[1].to_string()))
+                })
+                .collect()
+        };
+        assert_eq!(counts(&input), counts(&output));
+    }
+}
+
+#[test]
+fn every_view_reports_the_native_chain_weighted_by_cpu_time() {
+    let jdk = &oracle_jdks()[0];
+    let input = recording(jdk);
+    let reading = jfr_json(jdk, &input).unwrap();
+    // jfr print gives durations; the reader turns them into ticks of the golden clock.
+    let tps = tests::golden::CLOCK.ticks_per_second;
+    let period_ns: u64 = reading
+        .samples
+        .iter()
+        .map(|s| s.period_ticks * 1_000_000_000 / tps)
+        .sum();
+    let native_samples = reading
+        .samples
+        .iter()
+        .filter(|s| s.thread == "w-native")
+        .count() as u64;
+
+    let folded = symbolize(&[input.to_str().unwrap(), "--format", "collapsed"]);
+    assert!(folded.status.success());
+    let folded = String::from_utf8(folded.stdout).unwrap();
+    let total: u64 = folded
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(
+        total, period_ns,
+        "collapsed weights = sum of samplingPeriod"
+    );
+    let chain_line = "Burner.nativeBurn;Java_Burner_nativeBurn;level1;level2;level3 ";
+    assert!(folded.contains(chain_line), "{folded}");
+
+    let by_thread = symbolize(&[
+        input.to_str().unwrap(),
+        "--format",
+        "collapsed",
+        "--samples",
+        "--threads",
+        "--thread",
+        "w-native",
+    ]);
+    let by_thread = String::from_utf8(by_thread.stdout).unwrap();
+    let counted: u64 = by_thread
+        .lines()
+        .inspect(|l| assert!(l.starts_with("[w-native];"), "{l}"))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(counted, native_samples);
+
+    let svg = out_dir().join("flame.svg");
+    let out = symbolize(&[input.to_str().unwrap(), "-o", svg.to_str().unwrap()]);
+    assert!(out.status.success());
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<?xml") && svg.contains("<svg") && svg.contains("level3"));
+
+    let json = symbolize(&[input.to_str().unwrap(), "--format", "json"]);
+    let json: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        json["total"]["samples"].as_u64(),
+        Some(reading.samples.len() as u64)
+    );
+    assert_eq!(json["total"]["cpuNanos"].as_u64(), Some(period_ns));
+    let top = &json["nativeFunctions"][0];
+    let frame = &json["frames"][top["frame"].as_u64().unwrap() as usize];
+    assert_eq!(frame["name"], "level3");
+    assert_eq!(frame["library"], "libburner.so");
+
+    let text = symbolize(&[input.to_str().unwrap()]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    let first_native = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Top native functions"))
+        .nth(2)
+        .unwrap_or("");
+    assert!(first_native.contains("level3 [libburner.so]"), "{text}");
+}
+
+#[test]
+fn damaged_input_keeps_the_chunks_before_the_damage() {
+    let jdk = &oracle_jdks()[0];
+    let input = recording(jdk);
+    let bytes = std::fs::read(&input).unwrap();
+    let chunks = symbolize::jfr::read_chunks(&bytes);
+    assert!(chunks.error.is_none() && chunks.chunks.len() >= 2);
+    let last = chunks.chunks.last().unwrap();
+    let cut = last.offset as usize + last.bytes.len() / 2;
+    let damaged = out_dir().join("damaged.jfr");
+    std::fs::write(&damaged, &bytes[..cut]).unwrap();
+    let output = out_dir().join("damaged-sym.jfr");
+    let out = symbolize(&[damaged.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(damaged.to_str().unwrap())
+            && stderr.contains(&format!("at offset {}", last.offset)),
+        "{stderr}"
+    );
+    let summary = run(Command::new(jdk.tool("jfr")).arg("summary").arg(&output)).unwrap();
+    assert!(
+        summary.contains(&format!("Chunks: {}", chunks.chunks.len() - 1)),
+        "{summary}"
+    );
+
+    let garbage = out_dir().join("garbage.jfr");
+    std::fs::write(&garbage, b"this is not a recording").unwrap();
+    let out = symbolize(&[garbage.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a JFR chunk"));
+
+    let missing = symbolize(&["/nonexistent/x.jfr"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read /nonexistent/x.jfr"));
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let jdk = &oracle_jdks()[0];
+    let input = recording(jdk);
+    let mut child = Command::new(tool_binary("jfr-symbolize"))
+        .args([input.to_str().unwrap(), "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn mutated_input_never_panics() {
+    let jdk = &oracle_jdks()[0];
+    let bytes = std::fs::read(recording(jdk)).unwrap();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut outcomes = [0usize; 2];
+    for round in 0..400 {
+        let mut m = bytes.clone();
+        if round % 4 == 0 {
+            m.truncate((next() as usize) % bytes.len());
+        } else {
+            for _ in 0..1 + round % 3 {
+                let i = (next() as usize) % m.len();
+                m[i] = next() as u8;
+            }
+        }
+        let mut s = Symbolizer::new(Options::default());
+        let mut out = Vec::new();
+        let outcome = symbolize::driver::run(
+            &m,
+            &mut s,
+            &Filter::default(),
+            Some(&mut out),
+            "test",
+            &mut |_, _| {},
+        )
+        .unwrap();
+        outcomes[usize::from(outcome.error.is_some())] += 1;
+    }
+    // Both paths were taken: some mutations were caught as damage, some were not (they hit
+    // values, not structure).
+    assert!(outcomes[0] > 0 && outcomes[1] > 0, "{outcomes:?}");
+}
