@@ -130,6 +130,12 @@ pub fn write(agg: &Aggregate, limit: usize, out: &mut dyn Write) -> io::Result<(
     stacks.sort_by(|a, b| b.1.cpu_ns.cmp(&a.1.cpu_ns).then_with(|| a.0.cmp(b.0)));
     for (stack, w) in stacks.into_iter().take(limit.min(10)) {
         writeln!(out, "  {:.2}% ({} samples)", pct(w.cpu_ns, all), w.samples)?;
+        if stack.is_empty() {
+            writeln!(
+                out,
+                "      (no frames: neither a native nor a Java stack was taken)"
+            )?;
+        }
         for &id in stack.iter().take(24) {
             if let Some(frame) = agg.frames.get_index(id as usize) {
                 let kind = if frame.kind == Kind::Native {
