@@ -358,3 +358,68 @@ fn mutated_input_never_panics() {
     // values, not structure).
     assert!(outcomes[0] > 0 && outcomes[1] > 0, "{outcomes:?}");
 }
+
+#[test]
+fn a_jdk_recording_is_copied_with_every_event_kept() {
+    // A file the JDK wrote itself (every JDK event type, JDK metadata and constant pools): the
+    // rewrite must keep every event and stay readable.
+    for jdk in oracle_jdks() {
+        let workload = tests::workload::workload_dir();
+        let input = out_dir().join(format!("jdk{}-own.jfr", jdk.major));
+        let out = Command::new(jdk.tool("java"))
+            .arg(format!(
+                "-XX:StartFlightRecording=filename={},settings=profile",
+                input.display()
+            ))
+            .arg(format!("-Djava.library.path={}", workload.display()))
+            .arg("-cp")
+            .arg(&workload)
+            .args(["Burner", "1", "a:native,b:java"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let output = out_dir().join(format!("jdk{}-own-sym.jfr", jdk.major));
+        let sym = symbolize(&[input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+        assert!(
+            sym.status.success(),
+            "{}",
+            String::from_utf8_lossy(&sym.stderr)
+        );
+        let counts = |file: &Path| -> Vec<(String, String)> {
+            let s = run(Command::new(jdk.tool("jfr")).arg("summary").arg(file)).unwrap();
+            s.lines()
+                .filter_map(|l| {
+                    let w: Vec<&str> = l.split_whitespace().collect();
+                    (w.len() == 3 && w[0].contains('.') && w[1].parse::<u64>().is_ok())
+                        .then(|| (w[0].to_string(), w[1].to_string()))
+                })
+                .filter(|(t, _)| {
+                    !matches!(
+                        t.as_str(),
+                        "jdk.Metadata"
+                            | "jdk.CheckPoint"
+                            | "jdk.Checkpoint"
+                            | "jfrnative.Symbolization"
+                    )
+                })
+                .collect()
+        };
+        let before = counts(&input);
+        assert!(
+            before.len() > 50,
+            "{}: only {} event types",
+            jdk.name(),
+            before.len()
+        );
+        assert_eq!(before, counts(&output), "{}", jdk.name());
+        // Every event still decodes.
+        run(Command::new(jdk.tool("jfr"))
+            .args(["print", "--json"])
+            .arg(&output))
+        .unwrap_or_else(|e| panic!("{}: {e}", jdk.name()));
+    }
+}
