@@ -53,6 +53,8 @@ pub struct ChunkProfile {
     pub libraries: Vec<LibraryRef>,
     /// Every `jdk.CPUTimeSample`, in file order.
     pub samples: Vec<Sample>,
+    /// Sum of `lostSamples` of the `jdk.CPUTimeSamplesLost` events.
+    pub lost_samples: u64,
 }
 
 impl ChunkProfile {
@@ -69,6 +71,7 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
     let md = &chunk.metadata;
     let sample_class = md.class_by_name("jdk.CPUTimeSample");
     let library_class = md.class_by_name("jdk.NativeLibrary");
+    let lost_class = md.class_by_name("jdk.CPUTimeSamplesLost");
     let view = View::new(chunk);
     let mut profile = ChunkProfile::default();
     let period_unit = sample_class
@@ -99,6 +102,14 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
                     .filter(|s| !s.is_empty()),
                 file_offset: int("fileOffset").unwrap_or(0) as u64,
             });
+        } else if let Some(class) = lost_class.filter(|c| c.id == record.type_id) {
+            let fields = view.event_fields(&record, class)?;
+            let lost = class
+                .field_index("lostSamples")
+                .and_then(|i| fields.get(i))
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            profile.lost_samples += lost.max(0) as u64;
         } else if let Some(class) = sample_class.filter(|c| c.id == record.type_id) {
             let fields = view.event_fields(&record, class)?;
             let get = |name: &str| class.field_index(name).and_then(|i| fields.get(i));

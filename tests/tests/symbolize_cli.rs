@@ -423,3 +423,25 @@ fn a_jdk_recording_is_copied_with_every_event_kept() {
         .unwrap_or_else(|e| panic!("{}: {e}", jdk.name()));
     }
 }
+
+#[test]
+fn lost_samples_are_counted_as_the_jdk_reads_them() {
+    let jdk = &oracle_jdks()[0];
+    let golden =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/golden/lost_samples.jfr");
+    let text = run(Command::new(jdk.tool("jfr"))
+        .args(["print", "--json", "--events", "jdk.CPUTimeSamplesLost"])
+        .arg(&golden))
+    .unwrap();
+    let json: Value = serde_json::from_str(&text).unwrap();
+    let expected: i64 = json["recording"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["values"]["lostSamples"].as_i64().unwrap())
+        .sum();
+    assert!(expected > 0);
+    let out = symbolize(&[golden.to_str().unwrap(), "--format", "json"]);
+    let ours: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ours["lostSamples"].as_i64(), Some(expected));
+}

@@ -117,6 +117,8 @@ pub struct Aggregate {
     pub with_native: Weight,
     /// Kept samples whose native walk was cut short.
     pub native_truncated: Weight,
+    /// Samples the recorder lost (`jdk.CPUTimeSamplesLost`), before any filter.
+    pub lost_samples: u64,
 }
 
 impl Aggregate {
@@ -134,6 +136,7 @@ impl Aggregate {
         origin_nanos: i64,
         chunk_clock: (i64, i64, i64),
     ) {
+        self.lost_samples += profile.lost_samples;
         let mut stack = Vec::new();
         for sample in &profile.samples {
             if !self.keep(sample, filter, origin_nanos, chunk_clock) {

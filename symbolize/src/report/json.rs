@@ -42,6 +42,7 @@ pub fn to_json(agg: &Aggregate) -> Value {
         "withNativeFrames": weight(&agg.with_native),
         "nativeTruncated": weight(&agg.native_truncated),
         "failed": weight(&agg.failed),
+        "lostSamples": agg.lost_samples,
         "frames": frames,
         "nativeFunctions": functions(true),
         "javaMethods": functions(false),

@@ -86,9 +86,10 @@ pub fn write(agg: &Aggregate, limit: usize, out: &mut dyn Write) -> io::Result<(
     let all = agg.total.cpu_ns;
     writeln!(
         out,
-        "CPU samples: {} ({:.3} CPU-s); with native frames: {} ({:.1}% of CPU); native stack truncated: {}; Java stack failed: {}",
+        "CPU samples: {} ({:.3} CPU-s); lost: {}; with native frames: {} ({:.1}% of CPU); native stack truncated: {}; Java stack failed: {}",
         agg.total.samples,
         secs(all),
+        agg.lost_samples,
         agg.with_native.samples,
         pct(agg.with_native.cpu_ns, all),
         agg.native_truncated.samples,
