@@ -36,6 +36,7 @@ pub fn run(
     let mut offset = 0usize;
     let mut origin_nanos = None;
     let mut buffer = Vec::new();
+    let mut next_key = crate::rewrite::FIRST_NEW_KEY;
     if bytes.is_empty() {
         outcome.error = Some(ReadError {
             offset: 0,
@@ -62,7 +63,15 @@ pub fn run(
         if let Some(out) = jfr_out.as_deref_mut() {
             buffer.clear();
             let last = offset + chunk.bytes.len() == bytes.len();
-            match rewrite_chunk(&chunk, &profile, symbolizer, tool, last, &mut buffer) {
+            match rewrite_chunk(
+                &chunk,
+                &profile,
+                symbolizer,
+                tool,
+                last,
+                &mut next_key,
+                &mut buffer,
+            ) {
                 Ok(stats) => {
                     outcome.rewrite.samples += stats.samples;
                     outcome.rewrite.with_native += stats.with_native;

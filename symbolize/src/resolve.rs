@@ -332,6 +332,18 @@ fn open_library(library: &LibraryRef, options: &Options) -> (Loaded, Option<Stri
             .map_or(library.path.clone(), |n| n.to_string_lossy().into_owned())
             .as_str(),
     );
+    if library.path.starts_with('[') {
+        // [vdso], [vsyscall]: mapped by the kernel, no file to read.
+        return (
+            Loaded {
+                short,
+                file: None,
+                debug: None,
+                dwarf: OnceLock::new(),
+            },
+            Some("mapped by the kernel, not a file: its frames keep their offsets".into()),
+        );
+    }
     let expected: Option<Vec<u8>> = library.build_id.as_deref().and_then(unhex);
     let mut problem = None;
     let mut candidates: Vec<PathBuf> = options

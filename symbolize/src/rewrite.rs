@@ -153,10 +153,17 @@ fn symbolization_class(id: u64, class_id: &dyn Fn(&str) -> Option<String>) -> Op
     ))
 }
 
-/// New constants of one chunk, with keys above every key the input uses.
+/// First key of the constants the rewrite adds. The JDK reader reuses the previous chunk's
+/// value for any (type, key) the next chunk also defines (format notes §9), so new keys must
+/// never repeat in the file, nor meet the input's own keys: they come from one counter for the
+/// whole file, in a range far above the keys writers use (sequential ids; HotSpot's method ids
+/// stay below 2^40).
+pub const FIRST_NEW_KEY: u64 = 1 << 48;
+
+/// New constants of one chunk.
 struct NewConstants<'m> {
     md: &'m Metadata,
-    next_key: FxHashMap<u64, u64>,
+    next_key: u64,
     entries: FxHashMap<u64, Vec<(u64, Value)>>,
     symbols: FxHashMap<Arc<str>, u64>,
     classes: FxHashMap<Arc<str>, u64>,
@@ -165,11 +172,15 @@ struct NewConstants<'m> {
 }
 
 impl<'m> NewConstants<'m> {
-    fn new(md: &'m Metadata, pools: &Pools) -> NewConstants<'m> {
-        let next_key = pools
-            .iter()
-            .map(|(class, entries)| (*class, entries.keys().max().map_or(1, |k| k + 1)))
-            .collect();
+    fn new(md: &'m Metadata, pools: &Pools, next_key: u64) -> NewConstants<'m> {
+        // Above the input's keys too, should a writer use this range.
+        let input_max = pools
+            .values()
+            .filter_map(|entries| entries.keys().max())
+            .max()
+            .copied()
+            .unwrap_or(0);
+        let next_key = next_key.max(input_max.saturating_add(1));
         NewConstants {
             md,
             next_key,
@@ -196,9 +207,8 @@ impl<'m> NewConstants<'m> {
                     .unwrap_or(Value::Struct(Vec::new()))
             })
             .collect();
-        let key = self.next_key.entry(class.id).or_insert(1);
-        let k = *key;
-        *key += 1;
+        let k = self.next_key;
+        self.next_key += 1;
         self.entries
             .entry(class.id)
             .or_default()
@@ -353,13 +363,15 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     h
 }
 
-/// Writes the symbolized copy of `chunk` to `out`. `last` marks the final chunk of the output.
+/// Writes the symbolized copy of `chunk` to `out`. `last` marks the final chunk of the output;
+/// `next_key` is the file's counter of new constant keys (start at [`FIRST_NEW_KEY`]).
 pub fn rewrite_chunk(
     chunk: &Chunk<'_>,
     profile: &ChunkProfile,
     symbolizer: &mut Symbolizer,
     tool: &str,
     last: bool,
+    next_key: &mut u64,
     out: &mut Vec<u8>,
 ) -> Result<ChunkStats, ReadError> {
     let start = out.len();
@@ -369,7 +381,7 @@ pub fn rewrite_chunk(
     };
     let output_md = OutputMetadata::new(&chunk.metadata).map_err(md_error)?;
     let md = &output_md.metadata;
-    let mut constants = NewConstants::new(md, &chunk.pools);
+    let mut constants = NewConstants::new(md, &chunk.pools, *next_key);
     let native_type = frame_type_native(chunk, &mut constants);
     let view = View::new(chunk);
     let sample_class = chunk.metadata.class_by_name("jdk.CPUTimeSample");
@@ -464,6 +476,7 @@ pub fn rewrite_chunk(
             _ => body.extend_from_slice(record.bytes),
         }
     }
+    *next_key = constants.next_key;
     let here = body.len();
     if let Some(payload) = constants.checkpoint_payload(
         chunk.header.start_ticks,
