@@ -41,9 +41,9 @@ struct Args {
     /// Internal: run one command and print its peak RSS.
     #[arg(long, num_args = 1.., allow_hyphen_values = true)]
     measure: Option<Vec<String>>,
-    /// Internal: resolve the addresses in FILE (hex, one per line) against LIB with
-    /// jfr-native's resolver.
-    #[arg(long, num_args = 3, value_names = ["LIB", "FILE", "DWARF"])]
+    /// Internal: resolve the addresses on standard input (hex, one per line, streamed as the
+    /// other tools read them) against LIB with jfr-native's resolver.
+    #[arg(long, num_args = 2, value_names = ["LIB", "DWARF"])]
     ours: Option<Vec<String>>,
 }
 
@@ -188,12 +188,22 @@ fn run_measured(cmd: &[String]) -> ExitCode {
     }
 }
 
-fn run_ours(lib: &str, file: &str, dwarf: bool) -> ExitCode {
-    let text = std::fs::read_to_string(file).unwrap_or_default();
-    let pcs: Vec<u64> = text
-        .lines()
-        .filter_map(|l| u64::from_str_radix(l.trim_start_matches("0x"), 16).ok())
-        .collect();
+fn run_ours(lib: &str, dwarf: bool) -> ExitCode {
+    use std::io::BufRead;
+    let mut stdin = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
+    let mut line = String::new();
+    let mut pcs = std::iter::from_fn(move || loop {
+        line.clear();
+        match stdin.read_line(&mut line) {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {
+                let hex = line.trim().trim_start_matches("0x");
+                if let Ok(pc) = u64::from_str_radix(hex, 16) {
+                    return Some(pc);
+                }
+            }
+        }
+    });
     let base = 0x7f00_0000_0000u64;
     let library = LibraryRef {
         path: lib.to_string(),
@@ -207,7 +217,7 @@ fn run_ours(lib: &str, file: &str, dwarf: bool) -> ExitCode {
         ..Options::default()
     });
     let mut chars = 0usize;
-    for (i, pc) in pcs.iter().enumerate() {
+    for (i, pc) in pcs.by_ref().enumerate() {
         // Like a recorded stack: leaf frames and return addresses alternate.
         let loc = s.resolve(Some(&library), base + pc, i % 2 == 0);
         chars += loc.frames.iter().map(|f| f.name.len()).sum::<usize>();
@@ -226,7 +236,7 @@ fn main() -> ExitCode {
         return run_measured(cmd);
     }
     if let Some(o) = &args.ours {
-        return run_ours(&o[0], &o[1], o[2] == "dwarf");
+        return run_ours(&o[0], o[1] == "dwarf");
     }
     match bench(&args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -309,13 +319,11 @@ fn bench(args: &Args) -> Result<(), String> {
         drop(f);
         let me = std::env::current_exe().map_err(|e| e.to_string())?;
         let lib_s = lib.display().to_string();
-        let file_s = file.display().to_string();
         let mut tools: Vec<Vec<String>> = vec![
             vec![
                 me.display().to_string(),
                 "--ours".into(),
                 lib_s.clone(),
-                file_s.clone(),
                 if use_dwarf { "dwarf" } else { "symbols" }.into(),
             ],
             vec![
