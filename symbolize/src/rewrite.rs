@@ -196,23 +196,10 @@ impl<'m> NewConstants<'m> {
         let Some(class) = self.md.class_by_name(class_name) else {
             return 0;
         };
-        let values = class
-            .fields
-            .iter()
-            .map(|f| {
-                fields
-                    .iter()
-                    .find(|(name, _)| *name == f.name)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or(Value::Struct(Vec::new()))
-            })
-            .collect();
+        let values = struct_of(class, fields);
         let k = self.next_key;
         self.next_key += 1;
-        self.entries
-            .entry(class.id)
-            .or_default()
-            .push((k, Value::Struct(values)));
+        self.entries.entry(class.id).or_default().push((k, values));
         k
     }
 
@@ -598,9 +585,15 @@ fn native_frame(
         ("bytecodeIndex", Value::Int(-1)),
         ("type", native_type.clone()),
     ];
-    let Some(class) = constants.md.class_by_name("jdk.types.StackFrame") else {
-        return Value::Struct(Vec::new());
-    };
+    match constants.md.class_by_name("jdk.types.StackFrame") {
+        Some(class) => struct_of(class, &fields),
+        None => Value::Struct(Vec::new()),
+    }
+}
+
+/// An instance of `class` with the named `fields`, in the class's field order; fields not
+/// named get their zero value (null, 0, false).
+fn struct_of(class: &crate::jfr::metadata::Class, fields: &[(&str, Value)]) -> Value {
     Value::Struct(
         class
             .fields
@@ -609,8 +602,7 @@ fn native_frame(
                 fields
                     .iter()
                     .find(|(n, _)| *n == f.name)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or(Value::Struct(Vec::new()))
+                    .map_or(Value::Struct(Vec::new()), |(_, v)| v.clone())
             })
             .collect(),
     )

@@ -13,25 +13,26 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// `cargo build --release ARGS --quiet` in the workspace; returns `target/release`.
+fn release_build(args: &[&str]) -> Result<PathBuf, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    run(Command::new(cargo)
+        .current_dir(repo())
+        .args(["build", "--release", "--quiet"])
+        .args(args))?;
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from);
+    Ok(target.join("release"))
+}
+
 /// `target/release/libjfrnative.so`, built once per test process.
 pub fn agent_library() -> PathBuf {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            run(Command::new(cargo).current_dir(repo()).args([
-                "build",
-                "--release",
-                "-p",
-                "recorder",
-                "--quiet",
-            ]))?;
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map_or_else(|| repo().join("target"), PathBuf::from);
-            Ok(target.join("release/libjfrnative.so"))
-        })
+        .get_or_init(|| release_build(&["-p", "recorder"]))
         .clone()
         .unwrap_or_else(|e| panic!("building the agent: {e}"))
+        .join("libjfrnative.so")
 }
 
 /// A directory with `libburner.so` (`-O2 -fno-omit-frame-pointer`) and `Burner.class`.
@@ -67,24 +68,11 @@ pub fn workload_dir() -> PathBuf {
 /// `target/release/NAME`, a binary of the `tools` package, built once per test process.
 pub fn tool_binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let dir = BUILT
-        .get_or_init(|| {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            run(Command::new(cargo).current_dir(repo()).args([
-                "build",
-                "--release",
-                "-p",
-                "tools",
-                "--bins",
-                "--quiet",
-            ]))?;
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map_or_else(|| repo().join("target"), PathBuf::from);
-            Ok(target.join("release"))
-        })
+    BUILT
+        .get_or_init(|| release_build(&["-p", "tools", "--bins"]))
         .clone()
-        .unwrap_or_else(|e| panic!("building the tools: {e}"));
-    dir.join(name)
+        .unwrap_or_else(|e| panic!("building the tools: {e}"))
+        .join(name)
 }
 
 /// `java [jvm_args] -agentpath:...=agent_options Burner seconds threads`.

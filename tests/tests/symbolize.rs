@@ -32,6 +32,14 @@ fn symbolizer(debug_dirs: &[&Path]) -> Symbolizer {
     })
 }
 
+/// `(start, end, name)` of function `name` in the DWARF build, from `nm`.
+fn function(name: &str) -> (u64, u64, String) {
+    functions(&sym_libs().dwarf)
+        .into_iter()
+        .find(|f| f.2 == name)
+        .unwrap_or_else(|| panic!("no function {name}"))
+}
+
 /// Every byte address of the test library's own functions (from `nm` of the DWARF build).
 fn probes() -> Vec<u64> {
     let libs = sym_libs();
@@ -159,15 +167,18 @@ fn resolve_all(s: &mut Symbolizer, lib: &LibraryRef, addresses: &[u64]) -> Vec<V
         .collect()
 }
 
+/// The probes and our answers for them on the DWARF build.
+fn dwarf_answers() -> (Vec<u64>, Vec<Vec<RefFrame>>) {
+    let addresses = probes();
+    let lib = library(&sym_libs().dwarf, None);
+    let ours = resolve_all(&mut symbolizer(&[]), &lib, &addresses);
+    (addresses, ours)
+}
+
 #[test]
 fn dwarf_inline_chains_and_lines_agree_with_llvm_symbolizer() {
     let libs = sym_libs();
-    let addresses = probes();
-    let ours = resolve_all(
-        &mut symbolizer(&[]),
-        &library(&libs.dwarf, None),
-        &addresses,
-    );
+    let (addresses, ours) = dwarf_answers();
     let llvm = llvm_symbolizer(&libs.dwarf, &addresses).unwrap();
     assert_eq!(llvm.len(), addresses.len());
     let mut deepest = 0;
@@ -177,10 +188,7 @@ fn dwarf_inline_chains_and_lines_agree_with_llvm_symbolizer() {
     }
     // sym_outer inlines sym_middle, which inlines sym_inner.
     assert!(deepest >= 3, "no inline chain of depth 3 among the probes");
-    let outer = functions(&libs.dwarf)
-        .into_iter()
-        .find(|f| f.2 == "sym_outer")
-        .unwrap();
+    let outer = function("sym_outer");
     let chain = ours
         .iter()
         .zip(&addresses)
@@ -194,12 +202,7 @@ fn dwarf_inline_chains_and_lines_agree_with_llvm_symbolizer() {
 #[test]
 fn dwarf_function_names_agree_with_binutils_addr2line() {
     let libs = sym_libs();
-    let addresses = probes();
-    let ours = resolve_all(
-        &mut symbolizer(&[]),
-        &library(&libs.dwarf, None),
-        &addresses,
-    );
+    let (addresses, ours) = dwarf_answers();
     let binutils = binutils_addr2line(&libs.dwarf, &addresses).unwrap();
     assert_eq!(binutils.len(), addresses.len());
     for ((a, o), b) in addresses.iter().zip(&ours).zip(&binutils) {
@@ -339,13 +342,7 @@ fn stripped_code_gets_its_function_start_never_a_neighbours_name() {
 }
 
 fn assert_same_as_dwarf(lib: &LibraryRef, debug_dirs: &[&Path], what: &str) {
-    let libs = sym_libs();
-    let addresses = probes();
-    let want = resolve_all(
-        &mut symbolizer(&[]),
-        &library(&libs.dwarf, None),
-        &addresses,
-    );
+    let (addresses, want) = dwarf_answers();
     let mut s = symbolizer(debug_dirs);
     let got = resolve_all(&mut s, lib, &addresses);
     for ((a, g), w) in addresses.iter().zip(&got).zip(&want) {
@@ -399,10 +396,7 @@ fn debuglink_to_a_file_with_another_build_id_is_not_used() {
     let empty = libs.dir.join("no-debug-root");
     std::fs::create_dir_all(&empty).unwrap();
     let mut s = symbolizer(&[&empty]);
-    let hidden = functions(&libs.dwarf)
-        .into_iter()
-        .find(|f| f.2 == "sym_hidden")
-        .unwrap();
+    let hidden = function("sym_hidden");
     let got = s.resolve(Some(&library(&lib, None)), BASE + hidden.0 + 4, true);
     assert_eq!(got.frames.len(), 1);
     assert_eq!(got.frames[0].line, None, "DWARF of another build was used");
@@ -429,10 +423,7 @@ fn a_library_whose_build_id_differs_from_the_recorded_one_is_reported_and_not_us
     let recorded = "00112233445566778899aabbccddeeff00112233".to_string();
     let lib = library(&libs.dwarf, Some(recorded.clone()));
     let mut s = symbolizer(&[&libs.debug_root]);
-    let leaf = functions(&libs.dwarf)
-        .into_iter()
-        .find(|f| f.2 == "sym_leaf")
-        .unwrap();
+    let leaf = function("sym_leaf");
     for pc in [BASE + leaf.0, BASE + leaf.0 + 3] {
         let got = s.resolve(Some(&lib), pc, true);
         assert!(!got.frames[0].named);
@@ -453,10 +444,7 @@ fn a_library_whose_build_id_differs_from_the_recorded_one_is_reported_and_not_us
 #[test]
 fn a_missing_library_is_resolved_from_its_debug_file_or_reported_once() {
     let libs = sym_libs();
-    let leaf = functions(&libs.dwarf)
-        .into_iter()
-        .find(|f| f.2 == "sym_leaf")
-        .unwrap();
+    let leaf = function("sym_leaf");
     // Gone from disk, but its debug file (found by the recorded build-id) has the segments,
     // the symbols and the DWARF.
     let gone = PathBuf::from("/nonexistent/libsym-dwarf.so");
@@ -489,10 +477,7 @@ fn a_missing_library_is_resolved_from_its_debug_file_or_reported_once() {
 fn addresses_translate_through_the_recorded_file_offset_and_program_headers() {
     let libs = sym_libs();
     let image = symbolize::elf::image::ElfImage::open(&libs.dwarf).unwrap();
-    let leaf = functions(&libs.dwarf)
-        .into_iter()
-        .find(|f| f.2 == "sym_leaf")
-        .unwrap();
+    let leaf = function("sym_leaf");
     let text = image
         .segments
         .iter()
