@@ -368,6 +368,9 @@ fn mutated_input_never_panics() {
         state
     };
     let mut outcomes = [0usize; 2];
+    // One resolver for all rounds: its caches are what a long run would have too, and the
+    // libraries are read once (a debug build takes seconds per libjvm.so symbol table).
+    let mut s = Symbolizer::new(Options::default());
     for round in 0..400 {
         let mut m = bytes.clone();
         if round % 4 == 0 {
@@ -378,7 +381,6 @@ fn mutated_input_never_panics() {
                 m[i] = next() as u8;
             }
         }
-        let mut s = Symbolizer::new(Options::default());
         let mut out = Vec::new();
         let outcome = symbolize::driver::run(
             &m,
