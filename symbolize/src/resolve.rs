@@ -143,6 +143,8 @@ pub struct Symbolizer {
     options: Options,
     loaded: Vec<Loaded>,
     by_identity: FxHashMap<(String, Option<String>), usize>,
+    /// The library of the previous lookup: consecutive PCs are mostly in the same one.
+    last: Option<(LibraryRef, usize, Option<u64>)>,
     answers: FxHashMap<(usize, u64), Arc<[Frame]>>,
     names: FxHashMap<(usize, u64), Arc<str>>,
     problems: Vec<Problem>,
@@ -156,6 +158,7 @@ impl Symbolizer {
             options,
             loaded: Vec::new(),
             by_identity: FxHashMap::default(),
+            last: None,
             answers: FxHashMap::default(),
             names: FxHashMap::default(),
             problems: Vec::new(),
@@ -185,14 +188,20 @@ impl Symbolizer {
                 frames: Arc::from([unknown_frame("[unknown]")]),
             };
         };
-        let id = self.load(library);
-        let loaded = &self.loaded[id];
-        let short = loaded.short.clone();
-        let address = loaded.segments_source().and_then(|image| {
-            let first = image.address_of_file_offset(library.file_offset)?;
-            let bias = library.base.wrapping_sub(first);
-            Some(pc.wrapping_sub(bias))
-        });
+        let (id, bias) = match &self.last {
+            Some((last, id, bias)) if last == library => (*id, *bias),
+            _ => {
+                let id = self.load(library);
+                let bias = self.loaded[id].segments_source().and_then(|image| {
+                    let first = image.address_of_file_offset(library.file_offset)?;
+                    Some(library.base.wrapping_sub(first))
+                });
+                self.last = Some((library.clone(), id, bias));
+                (id, bias)
+            }
+        };
+        let short = self.loaded[id].short.clone();
+        let address = bias.map(|bias| pc.wrapping_sub(bias));
         let Some(address) = address else {
             // No ELF to translate with: the offset into the mapping is all that is known.
             let offset = pc

@@ -34,7 +34,7 @@ impl SymbolTable {
         }
         // Deterministic among aliases: the earliest start first; at one address the preferred
         // binding (global, then weak, then local), then the shorter name, then the file order.
-        entries.sort_by_key(|e| (e.start, e.rank, e.name_len, e.name_offset));
+        entries.sort_unstable_by_key(|e| (e.start, e.rank, e.name_len, e.name_offset));
         entries.dedup_by_key(|e| e.start);
         let mut max_end = Vec::with_capacity(entries.len());
         let mut m = 0;

@@ -35,9 +35,12 @@ struct Args {
         default_value = "/usr/lib/jvm/temurin-25-jdk-amd64/lib/server/libjvm.so"
     )]
     libjvm: PathBuf,
-    /// Skip binutils addr2line (slow on large inputs).
+    /// Skip binutils addr2line (slow on large inputs: minutes on libjvm.so).
     #[arg(long)]
     no_addr2line: bool,
+    /// Only the libraries whose row name contains this ("libjvm", "libc", "DWARF").
+    #[arg(long)]
+    only: Option<String>,
     /// Internal: run one command and print its peak RSS.
     #[arg(long, num_args = 1.., allow_hyphen_values = true)]
     measure: Option<Vec<String>>,
@@ -305,6 +308,13 @@ fn bench(args: &Args) -> Result<(), String> {
         "library", "jfr-native", "llvm-symbolizer", "addr2line"
     );
     for (seed, (name, lib, functions, use_dwarf)) in targets.into_iter().enumerate() {
+        if args
+            .only
+            .as_ref()
+            .is_some_and(|o| !name.contains(o.as_str()))
+        {
+            continue;
+        }
         if functions.is_empty() {
             return Err(format!("{}: no function symbols", lib.display()));
         }
