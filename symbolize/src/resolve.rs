@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHashMap;
 
-use crate::elf::debug_file::{self, FoundBy};
+use crate::elf::debug_file;
 use crate::elf::dwarf::Dwarf;
 use crate::elf::image::{hex, ElfImage};
 use crate::elf::symbols::SymbolTable;
@@ -354,7 +354,6 @@ fn open_library(library: &LibraryRef, options: &Options) -> (Loaded, Option<Stri
         );
     }
     let expected: Option<Vec<u8>> = library.build_id.as_deref().and_then(unhex);
-    let mut problem = None;
     let mut candidates: Vec<PathBuf> = options
         .search_dirs
         .iter()
@@ -394,24 +393,14 @@ fn open_library(library: &LibraryRef, options: &Options) -> (Loaded, Option<Stri
         file.as_ref().map_or(recorded, |f| f.path.as_path()),
         &options.debug_dirs,
     );
-    let debug = found.map(|(image, how)| {
-        if file.is_none() && how == FoundBy::BuildId {
-            // The library itself is gone or different, but its debug file has the same
-            // segments and symbols.
-            mismatch = None;
-            open_error = None;
-        }
-        image
+    // Without the library (gone, or another build), a debug file found by the recorded
+    // build-id still has its segments, symbols and DWARF: nothing is missing then.
+    let debug = found.map(|(image, _)| image);
+    let problem = (file.is_none() && debug.is_none()).then(|| {
+        mismatch
+            .or(open_error)
+            .unwrap_or_else(|| "not found".to_string())
     });
-    if file.is_none() && debug.is_none() {
-        problem = Some(
-            mismatch
-                .or(open_error)
-                .unwrap_or_else(|| "not found".to_string()),
-        );
-    } else if let Some(m) = mismatch.filter(|_| file.is_none()) {
-        problem = Some(m);
-    }
     (
         Loaded {
             short,
