@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use crate::jfr::{Chunk, ReadError};
+use crate::jfr::{chunks, ReadError};
 use crate::profile::read_chunk;
 use crate::report::{Aggregate, Filter};
 use crate::resolve::Symbolizer;
@@ -33,18 +33,11 @@ pub fn run(
     progress: &mut dyn FnMut(usize, usize),
 ) -> io::Result<Outcome> {
     let mut outcome = Outcome::default();
-    let mut offset = 0usize;
     let mut origin_nanos = None;
     let mut buffer = Vec::new();
     let mut next_key = crate::rewrite::FIRST_NEW_KEY;
-    if bytes.is_empty() {
-        outcome.error = Some(ReadError {
-            offset: 0,
-            what: "empty file".into(),
-        });
-    }
-    while offset < bytes.len() {
-        let chunk = match Chunk::parse(&bytes[offset..], offset as u64) {
+    for chunk in chunks(bytes) {
+        let chunk = match chunk {
             Ok(chunk) => chunk,
             Err(e) => {
                 outcome.error = Some(e);
@@ -62,7 +55,7 @@ pub fn run(
         let origin = *origin_nanos.get_or_insert(h.start_nanos);
         if let Some(out) = jfr_out.as_deref_mut() {
             buffer.clear();
-            let last = offset + chunk.bytes.len() == bytes.len();
+            let last = chunk.offset as usize + chunk.bytes.len() == bytes.len();
             match rewrite_chunk(
                 &chunk,
                 &profile,
@@ -72,12 +65,7 @@ pub fn run(
                 &mut next_key,
                 &mut buffer,
             ) {
-                Ok(stats) => {
-                    outcome.rewrite.samples += stats.samples;
-                    outcome.rewrite.with_native += stats.with_native;
-                    outcome.rewrite.native_frames += stats.native_frames;
-                    outcome.rewrite.named_frames += stats.named_frames;
-                }
+                Ok(stats) => outcome.rewrite += stats,
                 Err(e) => {
                     outcome.error = Some(e);
                     break;
@@ -93,8 +81,7 @@ pub fn run(
             (h.start_nanos, h.start_ticks, h.ticks_per_second),
         );
         outcome.chunks += 1;
-        offset += chunk.bytes.len();
-        progress(offset, bytes.len());
+        progress(chunk.offset as usize + chunk.bytes.len(), bytes.len());
     }
     Ok(outcome)
 }

@@ -42,6 +42,15 @@ pub struct ChunkStats {
     pub named_frames: u64,
 }
 
+impl std::ops::AddAssign for ChunkStats {
+    fn add_assign(&mut self, other: ChunkStats) {
+        self.samples += other.samples;
+        self.with_native += other.with_native;
+        self.native_frames += other.native_frames;
+        self.named_frames += other.named_frames;
+    }
+}
+
 /// A stack trace written for (native PCs, Java stack key): its new key, its native frames and
 /// how many of them are named.
 type NewStack = (u64, u64, u64);

@@ -56,26 +56,21 @@ fn build() -> Result<SymLibs, String> {
     ];
     let link = |debug: bool, out: &Path| -> Result<(), String> {
         let g: &[&str] = if debug { &["-g"] } else { &[] };
-        let c_obj = out.with_extension("c.o");
-        let cpp_obj = out.with_extension("cpp.o");
-        sh(Command::new("gcc")
-            .args(flags)
-            .args(g)
-            .arg("-c")
-            .arg(src.join("sym.c"))
-            .arg("-o")
-            .arg(&c_obj))?;
-        sh(Command::new("g++")
-            .args(flags)
-            .args(g)
-            .arg("-c")
-            .arg(src.join("demangle.cpp"))
-            .arg("-o")
-            .arg(&cpp_obj))?;
+        let mut objects = Vec::new();
+        for (compiler, source, ext) in [("gcc", "sym.c", "c.o"), ("g++", "demangle.cpp", "cpp.o")] {
+            let obj = out.with_extension(ext);
+            sh(Command::new(compiler)
+                .args(flags)
+                .args(g)
+                .arg("-c")
+                .arg(src.join(source))
+                .arg("-o")
+                .arg(&obj))?;
+            objects.push(obj);
+        }
         sh(Command::new("g++")
             .args(["-shared", "-Wl,--build-id"])
-            .arg(&c_obj)
-            .arg(&cpp_obj)
+            .args(&objects)
             .arg("-o")
             .arg(out))?;
         Ok(())

@@ -42,28 +42,45 @@ pub struct Chunks<'a> {
     pub error: Option<ReadError>,
 }
 
+/// The chunks of `bytes` in file order; after the first damaged chunk (or for an empty file),
+/// one error and then nothing.
+pub fn chunks(bytes: &[u8]) -> impl Iterator<Item = Result<Chunk<'_>, ReadError>> {
+    let mut offset = 0usize;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        if bytes.is_empty() {
+            done = true;
+            return Some(Err(ReadError {
+                offset: 0,
+                what: "empty file".into(),
+            }));
+        }
+        if offset >= bytes.len() {
+            return None;
+        }
+        let chunk = Chunk::parse(&bytes[offset..], offset as u64);
+        match &chunk {
+            Ok(c) => offset += c.bytes.len(),
+            Err(_) => done = true,
+        }
+        Some(chunk)
+    })
+}
+
 /// Reads every chunk of `bytes` until the end of the file or the first damaged chunk.
 pub fn read_chunks(bytes: &[u8]) -> Chunks<'_> {
-    let mut chunks = Vec::new();
-    let mut offset = 0usize;
-    let mut error = None;
-    while offset < bytes.len() {
-        match Chunk::parse(&bytes[offset..], offset as u64) {
-            Ok(chunk) => {
-                offset += chunk.bytes.len();
-                chunks.push(chunk);
-            }
-            Err(e) => {
-                error = Some(e);
-                break;
-            }
+    let mut out = Chunks {
+        chunks: Vec::new(),
+        error: None,
+    };
+    for chunk in chunks(bytes) {
+        match chunk {
+            Ok(c) => out.chunks.push(c),
+            Err(e) => out.error = Some(e),
         }
     }
-    if bytes.is_empty() {
-        error = Some(ReadError {
-            offset: 0,
-            what: "empty file".into(),
-        });
-    }
-    Chunks { chunks, error }
+    out
 }

@@ -49,31 +49,6 @@ impl Value {
     }
 }
 
-/// Decodes one value of class `class_id` (an array if `array`, a key if `constant_pool`).
-pub fn decode(
-    c: &mut Cursor<'_>,
-    md: &Metadata,
-    class_id: u64,
-    array: bool,
-    constant_pool: bool,
-) -> Result<Value, ReadError> {
-    if array {
-        let n = c.count()?;
-        let mut items = Vec::with_capacity(n);
-        for _ in 0..n {
-            items.push(decode(c, md, class_id, false, constant_pool)?);
-        }
-        return Ok(Value::Array(items));
-    }
-    if constant_pool {
-        return Ok(Value::Ref {
-            class_id,
-            key: c.varint()?,
-        });
-    }
-    decode_instance(c, md, class_id, 0)
-}
-
 /// Decodes an inline instance of `class_id`: a primitive, a string, or its fields in order.
 pub fn decode_instance(
     c: &mut Cursor<'_>,
@@ -100,16 +75,17 @@ pub fn decode_instance(
     }
     let mut fields = Vec::with_capacity(class.fields.len());
     for f in &class.fields {
-        if f.array {
+        let value = if f.array {
             let n = c.count()?;
             let mut items = Vec::with_capacity(n);
             for _ in 0..n {
                 items.push(field_value(c, md, f.class_id, f.constant_pool, depth)?);
             }
-            fields.push(Value::Array(items));
+            Value::Array(items)
         } else {
-            fields.push(field_value(c, md, f.class_id, f.constant_pool, depth)?);
-        }
+            field_value(c, md, f.class_id, f.constant_pool, depth)?
+        };
+        fields.push(value);
     }
     Ok(Value::Struct(fields))
 }

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use nix::sys::resource::{getrusage, UsageWho};
+use symbolize::elf::{debug_file, image::ElfImage};
 use symbolize::{LibraryRef, Options, Symbolizer};
 
 #[derive(Parser)]
@@ -256,31 +257,23 @@ fn bench(args: &Args) -> Result<(), String> {
     let libc = PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6");
     let dwarf = dwarf_library(&dir)?;
     // libc's own .dynsym covers few functions; its debug file's .symtab covers them all.
+    // libc's own .dynsym covers few functions; its debug file's .symtab covers them all. The
+    // debug file is found as the resolver finds it (by build-id under /usr/lib/debug).
     let libc_debug_fns = {
-        let id = Command::new("readelf")
-            .arg("-n")
-            .arg(&libc)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        let id = id
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("Build ID: "))
-            .unwrap_or("")
-            .trim()
-            .to_string();
-        let debug = PathBuf::from(format!(
-            "/usr/lib/debug/.build-id/{}/{}.debug",
-            id.get(..2).unwrap_or(""),
-            id.get(2..).unwrap_or("")
-        ));
-        if !debug.exists() {
+        let image = ElfImage::open(&libc).map_err(|e| format!("{}: {e}", libc.display()))?;
+        let found = debug_file::find(
+            image.build_id.as_deref(),
+            Some(&image),
+            &libc,
+            &Options::default().debug_dirs,
+        );
+        let Some((debug, _)) = found else {
             return Err(format!(
-                "{} missing: install libc6-dbg (tools/scripts/setup.sh does)",
-                debug.display()
+                "no debug file for {}: install libc6-dbg (tools/scripts/setup.sh does)",
+                libc.display()
             ));
-        }
-        nm_functions(&debug, false)
+        };
+        nm_functions(&debug.path, false)
     };
     // (name, library, its functions, whether DWARF is read)
     type Target = (&'static str, PathBuf, Vec<(u64, u64)>, bool);
