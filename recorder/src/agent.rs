@@ -8,22 +8,27 @@ use std::thread::JoinHandle;
 use crate::drain::{self, Drain, DRAIN_PERIOD};
 use crate::jvmti::sys::*;
 use crate::jvmti::{JObject, Jni, JniEnv, Jvmti, JvmtiEnvPtr, JvmtiEventCallbacks, Vm};
-use crate::options::{self, Options};
+use crate::options::{self, Command, Options};
 use crate::os::{self, ThreadTimer};
 use crate::signal::{self, RECORDING};
 use crate::slots::{Slot, SLOTS};
+use crate::stats::STATS;
+use crate::status::{self, State};
 use crate::{agct, ffi_guard};
 
 struct Agent {
     vm: Vm,
     jvmti: Jvmti,
-    options: Options,
     signal: i32,
+    /// The running recording's options; `None` between recordings.
+    options: Mutex<Option<Options>>,
     drain: Mutex<Option<JoinHandle<()>>>,
     stop: AtomicBool,
 }
 
 static AGENT: OnceLock<Agent> = OnceLock::new();
+/// Held while a recording starts or stops (VMDeath and a `stop` attach may race).
+static LIFECYCLE: Mutex<()> = Mutex::new(());
 /// The writer thread's tid: it is attached to the VM but never sampled.
 static DRAIN_TID: AtomicI32 = AtomicI32::new(0);
 
@@ -48,38 +53,76 @@ fn timestamp() -> String {
     )
 }
 
-/// Agent_OnLoad / Agent_OnAttach: everything that can fail with a message for the user.
+/// Agent_OnLoad / Agent_OnAttach: everything that can fail with a message for the user. The
+/// first load installs the agent; later loads (attach) take the command `stop`, or the options
+/// of a new recording once the previous one has stopped. A failure is also written to the
+/// `status` file, if the options name one, for a tool that cannot see the JVM's stderr.
 pub fn load(vm: Vm, option_text: &str, live: bool) -> Result<(), String> {
-    if AGENT.get().is_some() {
-        return Err("jfr-native: the agent is already loaded in this JVM".into());
+    let (pid, ts) = (std::process::id(), timestamp());
+    let result = options::parse_command(option_text, pid, &ts)
+        .map_err(|e| e.to_string())
+        .and_then(|command| match AGENT.get() {
+            None => install(vm, command, live),
+            Some(agent) => command_loaded(agent, command),
+        });
+    if let (Err(message), Some(path)) = (&result, options::status_path(option_text, pid, &ts)) {
+        status::write(&path, State::Failed, &status::Counts::default(), message);
     }
-    let options =
-        options::parse(option_text, std::process::id(), &timestamp()).map_err(|e| e.to_string())?;
-    // Fail now, not at the first chunk, if the file cannot be written.
-    std::fs::File::create(&options.file)
-        .map_err(|e| format!("jfr-native: cannot write file={}: {e}", options.file))?;
-    let jvmti = vm.jvmti().ok_or("jfr-native: JVMTI 1.2 is not available")?;
-    jvmti
-        .add_capabilities(&[CAN_GET_LINE_NUMBERS])
-        .map_err(|e| format!("jfr-native: JVMTI refused the line-number capability (error {e})"))?;
-    let signal = match options.signal {
-        Some(s) if !os::signal_is_free(s) => {
-            return Err(format!(
-                "jfr-native: bad agent option 'signal': signal {s} already has a handler"
-            ))
-        }
-        Some(s) => s,
-        None => os::free_realtime_signal()
-            .ok_or("jfr-native: no free real-time signal for the timers")?,
-    };
-    if !agct::resolve() {
-        return Err(
-            "jfr-native: this JVM does not export AsyncGetCallTrace (HotSpot 17 to 25 do)".into(),
-        );
-    }
-    os::install_handler(signal, signal::on_sample)
-        .map_err(|e| format!("jfr-native: installing the handler for signal {signal}: {e}"))?;
+    result
+}
 
+/// Fails early, not at the first chunk, if the file cannot be written.
+fn check_file(options: &Options) -> Result<(), String> {
+    std::fs::File::create(&options.file)
+        .map(drop)
+        .map_err(|e| format!("jfr-native: cannot write file={}: {e}", options.file))
+}
+
+/// A load while the agent is installed: stop the recording, or start a new one.
+fn command_loaded(agent: &'static Agent, command: Command) -> Result<(), String> {
+    let _lifecycle = LIFECYCLE.lock().map_err(|_| "jfr-native: agent state lost")?;
+    let running = current_options(agent);
+    match (command, running) {
+        (Command::Stop, Some(_)) => {
+            stop(agent);
+            Ok(())
+        }
+        (Command::Stop, None) => Err("jfr-native: stop: no recording is running".into()),
+        (Command::Start(_), Some(running)) => Err(format!(
+            "jfr-native: a recording is already running (file={}); stop it first by loading the \
+             agent with the option 'stop'",
+            running.file
+        )),
+        (Command::Start(options), None) => {
+            if options.signal.is_some_and(|s| s != agent.signal) {
+                return Err(format!(
+                    "jfr-native: bad agent option 'signal': the agent already uses signal {} in \
+                     this JVM",
+                    agent.signal
+                ));
+            }
+            check_file(&options)?;
+            set_callbacks(&agent.jvmti)?;
+            set_options(agent, Some(options));
+            start(agent, None)?;
+            arm_existing_threads(agent);
+            Ok(())
+        }
+    }
+}
+
+fn set_options(agent: &Agent, options: Option<Options>) {
+    if let Ok(mut o) = agent.options.lock() {
+        *o = options;
+    }
+}
+
+fn current_options(agent: &Agent) -> Option<Options> {
+    agent.options.lock().ok().and_then(|o| o.clone())
+}
+
+/// Points the JVMTI events at this library's callbacks.
+fn set_callbacks(jvmti: &Jvmti) -> Result<(), String> {
     let mut callbacks = JvmtiEventCallbacks::default();
     // SAFETY: each function has the exact signature JVMTI calls the slot with (jvmti.h); the
     // struct stores them as untyped `fn()` pointers.
@@ -111,12 +154,43 @@ pub fn load(vm: Vm, option_text: &str, live: bool) -> Result<(), String> {
     }
     jvmti
         .set_event_callbacks(&callbacks)
-        .map_err(|e| format!("jfr-native: SetEventCallbacks failed ({e})"))?;
+        .map_err(|e| format!("jfr-native: SetEventCallbacks failed ({e})"))
+}
+
+/// The first load: options, JVMTI, signal handler, events; on attach also the recording.
+fn install(vm: Vm, command: Command, live: bool) -> Result<(), String> {
+    let Command::Start(options) = command else {
+        return Err("jfr-native: stop: no recording is running".into());
+    };
+    check_file(&options)?;
+    let jvmti = vm.jvmti().ok_or("jfr-native: JVMTI 1.2 is not available")?;
+    jvmti
+        .add_capabilities(&[CAN_GET_LINE_NUMBERS])
+        .map_err(|e| format!("jfr-native: JVMTI refused the line-number capability (error {e})"))?;
+    let signal = match options.signal {
+        Some(s) if !os::signal_is_free(s) => {
+            return Err(format!(
+                "jfr-native: bad agent option 'signal': signal {s} already has a handler"
+            ))
+        }
+        Some(s) => s,
+        None => os::free_realtime_signal()
+            .ok_or("jfr-native: no free real-time signal for the timers")?,
+    };
+    if !agct::resolve() {
+        return Err(
+            "jfr-native: this JVM does not export AsyncGetCallTrace (HotSpot 17 to 25 do)".into(),
+        );
+    }
+    os::install_handler(signal, signal::on_sample)
+        .map_err(|e| format!("jfr-native: installing the handler for signal {signal}: {e}"))?;
+
+    set_callbacks(&jvmti)?;
     let agent = Agent {
         vm,
         jvmti,
-        options,
         signal,
+        options: Mutex::new(Some(options)),
         drain: Mutex::new(None),
         stop: AtomicBool::new(false),
     };
@@ -128,7 +202,15 @@ pub fn load(vm: Vm, option_text: &str, live: bool) -> Result<(), String> {
             .map_err(|e| format!("jfr-native: enabling event {event} failed ({e})"))?;
     }
     if live {
-        start(agent, None)?;
+        let _lifecycle = LIFECYCLE.lock().map_err(|_| "jfr-native: agent state lost")?;
+        if let Err(e) = start(agent, None) {
+            // HotSpot unloads a library whose Agent_OnAttach fails: no callback may point
+            // into it any more (a later load sets them again).
+            let _ = agent
+                .jvmti
+                .set_event_callbacks(&JvmtiEventCallbacks::default());
+            return Err(e);
+        }
         arm_existing_threads(agent);
     }
     Ok(())
@@ -211,8 +293,9 @@ fn arm_existing_threads(agent: &'static Agent) {
 }
 
 /// Primes jmethodIDs, enables the events AsyncGetCallTrace needs, starts the writer, and arms
-/// the calling thread if it is a Java thread (`thread_env`).
+/// the calling thread if it is a Java thread (`this_thread`). The caller holds `LIFECYCLE`.
 fn start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> Result<(), String> {
+    let options = current_options(agent).ok_or("jfr-native: no recording options")?;
     // AsyncGetCallTrace returns -1 for every sample unless ClassLoad is enabled, and null method
     // ids unless jmethodIDs exist: create them for every loaded class now, new ones on prepare.
     for event in [
@@ -229,20 +312,26 @@ fn start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> Resul
     for class in agent.jvmti.loaded_classes().unwrap_or_default() {
         let _ = agent.jvmti.class_methods(class);
     }
+    STATS.reset();
+    agent.stop.store(false, Ordering::Release);
     let clock = drain::clock();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
     let handle = std::thread::Builder::new()
         .name("jfr-native writer".into())
-        .spawn(move || run_drain(agent, clock, ready_tx))
+        .spawn(move || run_drain(agent, options, clock, ready_tx))
         .map_err(|e| format!("jfr-native: cannot start the writer thread: {e}"))?;
     let ready = ready_rx
         .recv()
         .unwrap_or_else(|_| Err("jfr-native: the writer thread died".into()));
+    if let Err(e) = ready {
+        let _ = handle.join();
+        set_options(agent, None);
+        return Err(e);
+    }
     if let Ok(mut d) = agent.drain.lock() {
         *d = Some(handle);
     }
-    ready?;
-    RECORDING.store(true, std::sync::atomic::Ordering::Release);
+    RECORDING.store(true, Ordering::Release);
     if let Some((env, thread)) = this_thread {
         register_current_thread(agent, env, thread);
     }
@@ -251,6 +340,7 @@ fn start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> Resul
 
 fn run_drain(
     agent: &'static Agent,
+    options: Options,
     clock: jfr_writer::Clock,
     ready: std::sync::mpsc::Sender<Result<(), String>>,
 ) {
@@ -260,13 +350,14 @@ fn run_drain(
         .vm
         .attach_current_thread_as_daemon(c"jfr-native writer")
         .is_some();
-    let mut drain = match Drain::new(agent.jvmti, agent.options.clone(), clock) {
+    let file = options.file.clone();
+    let mut drain = match Drain::new(agent.jvmti, options, clock) {
         Ok(d) => d,
         Err(e) => {
-            let _ = ready.send(Err(format!(
-                "jfr-native: cannot write {}: {e}",
-                agent.options.file
-            )));
+            let _ = ready.send(Err(format!("jfr-native: cannot write {file}: {e}")));
+            if attached {
+                agent.vm.detach_current_thread();
+            }
             return;
         }
     };
@@ -276,21 +367,18 @@ fn run_drain(
         drain.refresh_code_map();
         drain.drain_all();
         if let Err(e) = drain.maybe_rotate() {
-            eprintln!(
-                "jfr-native: writing {} failed, recording stops: {e}",
-                agent.options.file
-            );
+            let message = format!("jfr-native: writing {file} failed, recording stops: {e}");
+            eprintln!("{message}");
             RECORDING.store(false, Ordering::Release);
+            drain.write_status(State::Failed, &message);
             break;
         }
+        drain.maybe_write_status();
     }
     let (summary, result) = drain.finish();
     match result {
-        Ok(totals) => eprintln!(
-            "{}",
-            drain::summary_text(&agent.options.file, &summary, totals.chunks)
-        ),
-        Err(e) => eprintln!("jfr-native: finishing {} failed: {e}", agent.options.file),
+        Ok(totals) => eprintln!("{}", drain::summary_text(&file, &summary, totals.chunks)),
+        Err(e) => eprintln!("jfr-native: finishing {file} failed: {e}"),
     }
     if attached {
         agent.vm.detach_current_thread();
@@ -308,20 +396,45 @@ fn register_current_thread(agent: &'static Agent, env: JniEnv, thread: JObject) 
     arm_thread(agent, tid, env, name, java_id);
 }
 
-/// Creates a slot for thread `tid` and arms its CPU timer (from any thread).
+/// Arms the CPU timer of thread `tid` (from any thread), in the thread's slot from an earlier
+/// recording if it has one of the right size, else in a new slot. Holds the slot list's lock
+/// and checks `RECORDING` under it, so that `stop` (which disarms under the same lock) never
+/// misses a timer.
 fn arm_thread(agent: &'static Agent, tid: i32, env: JniEnv, name: String, java_id: i64) {
-    let o = &agent.options;
-    let slot: &'static Slot = Box::leak(Box::new(Slot::new(
-        tid,
-        env,
-        name,
-        java_id,
-        o.depth,
-        o.native_depth,
-    )));
-    if let Ok(mut slots) = SLOTS.lock() {
-        slots.push(slot);
+    let Some(o) = current_options(agent) else {
+        return;
+    };
+    let Ok(mut slots) = SLOTS.lock() else {
+        return;
+    };
+    if !RECORDING.load(Ordering::Acquire) {
+        return;
     }
+    let mut reused = None;
+    for &slot in slots
+        .iter()
+        .filter(|s| s.tid == tid && !s.ended.load(Ordering::Acquire))
+    {
+        if reused.is_none() && slot.fits(o.depth, o.native_depth) {
+            slot.dropped.store(0, Ordering::Relaxed);
+            reused = Some(slot);
+        } else {
+            slot.ended.store(true, Ordering::Release);
+        }
+    }
+    let slot = reused.unwrap_or_else(|| {
+        let slot: &'static Slot = Box::leak(Box::new(Slot::new(
+            tid,
+            env,
+            name,
+            java_id,
+            o.depth,
+            o.native_depth,
+        )));
+        slots.push(slot);
+        slot
+    });
+    slot.disarm();
     match ThreadTimer::create(tid, agent.signal, slot.as_signal_value()) {
         Ok(timer) => {
             if let Err(e) = timer.arm(o.interval_ns) {
@@ -347,23 +460,27 @@ fn unregister_current_thread() {
     }
 }
 
-/// Stops sampling, deletes every timer, and lets the writer finish the file.
+/// Stops sampling, deletes every timer, and lets the writer finish the file. The caller holds
+/// `LIFECYCLE`.
 fn stop(agent: &'static Agent) {
     RECORDING.store(false, Ordering::Release);
-    let slots: Vec<&'static Slot> = SLOTS.lock().map(|s| s.clone()).unwrap_or_default();
-    for slot in slots {
-        slot.disarm();
+    if let Ok(slots) = SLOTS.lock() {
+        for slot in slots.iter() {
+            slot.disarm();
+        }
     }
     agent.stop.store(true, Ordering::Release);
     if let Some(handle) = agent.drain.lock().ok().and_then(|mut d| d.take()) {
         handle.thread().unpark();
         let _ = handle.join();
     }
+    set_options(agent, None);
 }
 
 extern "system" fn on_vm_init(_jvmti: JvmtiEnvPtr, env: JniEnv, thread: JObject) {
     ffi_guard("VMInit", (), || {
         if let Some(agent) = AGENT.get() {
+            let _lifecycle = LIFECYCLE.lock();
             if let Err(e) = start(agent, Some((env, thread))) {
                 eprintln!("{e}; recording is off");
             }
@@ -374,6 +491,7 @@ extern "system" fn on_vm_init(_jvmti: JvmtiEnvPtr, env: JniEnv, thread: JObject)
 extern "system" fn on_vm_death(_jvmti: JvmtiEnvPtr, _env: JniEnv) {
     ffi_guard("VMDeath", (), || {
         if let Some(agent) = AGENT.get() {
+            let _lifecycle = LIFECYCLE.lock();
             stop(agent);
         }
     })

@@ -19,9 +19,13 @@ use crate::os;
 use crate::signal::unpack_meta;
 use crate::slots::{Slot, RECORD_HEADER_WORDS, SLOTS};
 use crate::stats::{self, STATS};
+use crate::status::{self, State};
 
 /// How often the rings are emptied.
 pub const DRAIN_PERIOD: Duration = Duration::from_millis(10);
+
+/// How often the status file (if any) is rewritten.
+const STATUS_PERIOD_NS: i64 = 250_000_000;
 
 /// Microsecond ticks: 1 µs resolution, and a repeated sample costs 13–16 bytes.
 const TICKS_PER_SECOND: u64 = 1_000_000;
@@ -100,6 +104,7 @@ pub struct Drain {
     record: Vec<u64>,
     java: Vec<Frame>,
     summary: Summary,
+    status_written_ns: i64,
 }
 
 impl Drain {
@@ -132,8 +137,10 @@ impl Drain {
             record: Vec::new(),
             java: Vec::new(),
             summary: Summary::default(),
+            status_written_ns: 0,
         };
         d.start_chunk();
+        d.write_status(State::Recording, "");
         Ok(d)
     }
 
@@ -335,14 +342,56 @@ impl Drain {
         Ok(())
     }
 
-    /// Writes the last chunk; returns the summary and the file's totals.
+    /// Rewrites the status file if it is due.
+    pub fn maybe_write_status(&mut self) {
+        let now_ns = os::monotonic_ns();
+        if now_ns - self.status_written_ns >= STATUS_PERIOD_NS {
+            self.write_status(State::Recording, "");
+        }
+    }
+
+    /// Rewrites the status file (if the options name one) with the current counters.
+    pub fn write_status(&mut self, state: State, message: &str) {
+        self.status_written_ns = os::monotonic_ns();
+        if let Some(path) = &self.options.status {
+            status::write(path, state, &self.counts(self.rec.totals().chunks), message);
+        }
+    }
+
+    fn counts(&self, chunks: u64) -> status::Counts {
+        status::Counts {
+            samples: self.summary.samples,
+            lost: self.summary.lost,
+            failed: self.summary.failed,
+            cpu_ns: self.summary.cpu_ns,
+            chunks,
+        }
+    }
+
+    /// Writes the last chunk and the final status; returns the summary and the file's totals.
     pub fn finish(mut self) -> (Summary, jfr_writer::Result<Totals>) {
         self.drain_all();
         let summary = self.summary;
+        let status_path = self.options.status.clone();
+        let counts = self.counts(self.rec.totals().chunks);
         let result = self
             .rec
             .finish_with_totals(ticks_now())
             .map(|(_, totals)| totals);
+        if let Some(path) = status_path {
+            match &result {
+                Ok(totals) => status::write(
+                    &path,
+                    State::Finished,
+                    &status::Counts {
+                        chunks: totals.chunks,
+                        ..counts
+                    },
+                    "",
+                ),
+                Err(e) => status::write(&path, State::Failed, &counts, &e.to_string()),
+            }
+        }
         (summary, result)
     }
 }

@@ -27,6 +27,7 @@ pub mod signal;
 pub mod slots;
 pub mod stack;
 pub mod stats;
+pub mod status;
 pub mod ucontext;
 pub mod unwind;
 

@@ -32,6 +32,9 @@ pub struct Options {
     pub native_depth: usize,
     /// Chunk rotation.
     pub chunk: ChunkPolicy,
+    /// A file the writer keeps current with the recording's state and counters (for the
+    /// `jfrnative` CLI's status line), `%p` and `%t` expanded.
+    pub status: Option<String>,
     /// The options as given, for `jdk.ActiveSetting` events.
     pub given: Vec<(String, String)>,
 }
@@ -57,7 +60,7 @@ impl fmt::Display for OptionError {
 
 impl std::error::Error for OptionError {}
 
-const ACCEPTED: &str = "file, interval, signal, depth, native_depth, chunk";
+const ACCEPTED: &str = "file, interval, signal, depth, native_depth, chunk, status (or the single command stop)";
 
 fn err(option: &str, message: impl Into<String>) -> OptionError {
     OptionError {
@@ -134,6 +137,33 @@ pub fn expand_file(template: &str, pid: u32, timestamp: &str) -> String {
         .replace("%t", timestamp)
 }
 
+/// What a load of the agent asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Start a recording.
+    Start(Options),
+    /// Stop the running recording and finish its file (`stop`, from a second attach).
+    Stop,
+}
+
+/// Parses the option string of a load: `stop`, or the options of a new recording.
+pub fn parse_command(options: &str, pid: u32, timestamp: &str) -> Result<Command, OptionError> {
+    if options.trim() == "stop" {
+        return Ok(Command::Stop);
+    }
+    parse(options, pid, timestamp).map(Command::Start)
+}
+
+/// The `status` file named in an option string, found even if another option is bad, so that
+/// the error can be reported there.
+pub fn status_path(options: &str, pid: u32, timestamp: &str) -> Option<String> {
+    options
+        .split(',')
+        .filter_map(|item| item.trim().strip_prefix("status="))
+        .find(|v| !v.is_empty())
+        .map(|v| expand_file(v, pid, timestamp))
+}
+
 /// Parses the agent option string. `pid` and `timestamp` expand `%p` and `%t`.
 pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, OptionError> {
     let mut file = None;
@@ -147,6 +177,7 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
             duration_ns: 5_000_000_000,
             size_bytes: 0,
         },
+        status: None,
         given: Vec::new(),
     };
     // HotSpot's jcmd parser cuts an argument at its first '=' and passes only the part before it
@@ -158,6 +189,7 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
         "depth",
         "native_depth",
         "chunk",
+        "status",
     ]
     .contains(&options.trim())
     {
@@ -201,6 +233,8 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
             "depth" => o.depth = parse_count(key, value, MAX_DEPTH)?,
             "native_depth" => o.native_depth = parse_count(key, value, MAX_NATIVE_DEPTH)?,
             "chunk" => o.chunk = parse_chunk(value)?,
+            "status" if value.is_empty() => return Err(err(key, "needs a path")),
+            "status" => o.status = Some(expand_file(value, pid, timestamp)),
             _ => return Err(err(key, format!("unknown option; accepted: {ACCEPTED}"))),
         }
         o.given.push((key.to_string(), value.to_string()));
@@ -217,6 +251,20 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stop_command_and_status_path() {
+        assert_eq!(parse_command(" stop ", 1, "t"), Ok(Command::Stop));
+        assert!(matches!(
+            parse_command("file=a", 1, "t"),
+            Ok(Command::Start(_))
+        ));
+        assert_eq!(
+            status_path("interval=bad,status=/tmp/s-%p", 7, "t").as_deref(),
+            Some("/tmp/s-7")
+        );
+        assert_eq!(status_path("file=a,status=", 7, "t"), None);
+    }
 
     fn p(s: &str) -> Result<Options, OptionError> {
         parse(s, 42, "20260101-000000")
@@ -239,8 +287,11 @@ mod tests {
 
     #[test]
     fn all_options() {
-        let o =
-            p("file=a.jfr,interval=1ms,signal=40,depth=64,native_depth=32,chunk=2s/1mb").unwrap();
+        let o = p(
+            "file=a.jfr,interval=1ms,signal=40,depth=64,native_depth=32,chunk=2s/1mb,status=s-%p",
+        )
+        .unwrap();
+        assert_eq!(o.status.as_deref(), Some("s-42"));
         assert_eq!(o.interval_ns, 1_000_000);
         assert_eq!(o.signal, Some(40));
         assert_eq!((o.depth, o.native_depth), (64, 32));
@@ -251,7 +302,7 @@ mod tests {
                 size_bytes: 1 << 20
             }
         );
-        assert_eq!(o.given.len(), 6);
+        assert_eq!(o.given.len(), 7);
         assert_eq!(parse_duration_ns("250us"), Some(250_000));
         assert_eq!(parse_duration_ns("2s"), Some(2_000_000_000));
         assert_eq!(parse_duration_ns("10"), None);
@@ -272,6 +323,8 @@ mod tests {
             ("interval=10ms", "file", "required"),
             ("file=", "file", "path"),
             ("file", "file", "quote the options"),
+            ("file=a,status=", "status", "path"),
+            ("stop,file=a", "stop", "key=value"),
         ];
         for (input, option, fragment) in cases {
             let e = p(input).unwrap_err();

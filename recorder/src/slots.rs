@@ -42,6 +42,8 @@ pub struct Slot {
     pub ended: AtomicBool,
     /// The thread's CPU timer, while armed.
     pub timer: Mutex<Option<ThreadTimer>>,
+    depth: usize,
+    native_depth: usize,
     scratch: UnsafeCell<Scratch>,
 }
 
@@ -77,11 +79,18 @@ impl Slot {
             dropped: AtomicU64::new(0),
             ended: AtomicBool::new(false),
             timer: Mutex::new(None),
+            depth,
+            native_depth,
             scratch: UnsafeCell::new(Scratch {
                 pcs: vec![0; native_depth].into(),
                 frames: vec![frame; depth].into(),
             }),
         }
+    }
+
+    /// Whether the slot was made for `depth` Java and `native_depth` native frames.
+    pub fn fits(&self, depth: usize, native_depth: usize) -> bool {
+        (self.depth, self.native_depth) == (depth, native_depth)
     }
 
     /// Deletes the thread's timer, if armed (idempotent).

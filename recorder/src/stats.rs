@@ -31,6 +31,24 @@ pub static STATS: Stats = Stats {
     agct_errors: [const { AtomicU64::new(0) }; AGCT_CODES],
 };
 
+impl Stats {
+    /// Sets every counter to zero (a new recording starts).
+    pub fn reset(&self) {
+        for c in [
+            &self.samples,
+            &self.dropped_ring_full,
+            &self.wrong_thread,
+            &self.after_stop,
+            &self.native_truncated,
+        ]
+        .into_iter()
+        .chain(self.agct_errors.iter())
+        {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Adds one.
 #[inline]
 pub fn inc(c: &AtomicU64) {

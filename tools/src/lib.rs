@@ -1,3 +1,10 @@
 //! Shared code of the jfr-native command-line tools (`jfr-symbolize`, `jfrnative`).
 
+pub mod attach;
+pub mod demo;
+pub mod duration;
 pub mod flamegraph;
+pub mod jdk;
+pub mod report;
+pub mod status;
+pub mod session;

@@ -18,8 +18,18 @@ pub struct FunctionWeight {
     pub total_weight: Weight,
 }
 
-/// Functions of the kind `native` (or Java), by self CPU time, then total.
+/// Functions of the kind `native` (or Java), by self CPU time, then total. Frames of one
+/// function at different source lines count as one function (the first such frame names it).
 pub fn top_functions(agg: &Aggregate, native: bool) -> Vec<FunctionWeight> {
+    let mut first: FxHashMap<(&str, Option<&str>, bool), u32> = FxHashMap::default();
+    let function: Vec<u32> = (0..agg.frames.len())
+        .filter_map(|i| {
+            let f = agg.frames.get_index(i)?;
+            let key = (f.name.as_ref(), f.library.as_deref(), f.kind.is_native());
+            Some(*first.entry(key).or_insert(i as u32))
+        })
+        .collect();
+    let function_of = |id: u32| function.get(id as usize).copied().unwrap_or(id);
     let mut by_frame: FxHashMap<u32, FunctionWeight> = FxHashMap::default();
     let mut seen = Vec::new();
     for (stack, w) in &agg.stacks {
@@ -32,15 +42,16 @@ pub fn top_functions(agg: &Aggregate, native: bool) -> Vec<FunctionWeight> {
         // Self: the first frame of the wanted kind counted from the leaf.
         if let Some(&leaf) = stack.iter().find(|&&id| wanted(id)) {
             if !native || stack.first() == Some(&leaf) {
-                let e = entry(&mut by_frame, leaf);
+                let e = entry(&mut by_frame, function_of(leaf));
                 e.self_weight.cpu_ns += w.cpu_ns;
                 e.self_weight.samples += w.samples;
             }
         }
         for &id in stack {
-            if wanted(id) && !seen.contains(&id) {
-                seen.push(id);
-                let e = entry(&mut by_frame, id);
+            let f = function_of(id);
+            if wanted(id) && !seen.contains(&f) {
+                seen.push(f);
+                let e = entry(&mut by_frame, f);
                 e.total_weight.cpu_ns += w.cpu_ns;
                 e.total_weight.samples += w.samples;
             }
@@ -81,8 +92,9 @@ fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
 
-/// Writes the report; `limit` rows per table.
-pub fn write(agg: &Aggregate, limit: usize, out: &mut dyn Write) -> io::Result<()> {
+/// Writes the short report: the totals and the top native functions and Java methods,
+/// `limit` rows each.
+pub fn write_summary(agg: &Aggregate, limit: usize, out: &mut dyn Write) -> io::Result<()> {
     let all = agg.total.cpu_ns;
     writeln!(
         out,
@@ -113,8 +125,8 @@ pub fn write(agg: &Aggregate, limit: usize, out: &mut dyn Write) -> io::Result<(
                     name = format!("{name} [{lib}]");
                 }
             }
-            if let Some((file, line)) = &frame.source {
-                name = format!("{name} ({file}:{line})");
+            if let Some((file, _)) = &frame.source {
+                name = format!("{name} ({file})");
             }
             writeln!(
                 out,
@@ -125,6 +137,14 @@ pub fn write(agg: &Aggregate, limit: usize, out: &mut dyn Write) -> io::Result<(
             )?;
         }
     }
+    Ok(())
+}
+
+/// Writes the report: [`write_summary`], then the top stacks and the threads; `limit` rows per
+/// table.
+pub fn write(agg: &Aggregate, limit: usize, out: &mut dyn Write) -> io::Result<()> {
+    let all = agg.total.cpu_ns;
+    write_summary(agg, limit, out)?;
     writeln!(out)?;
     writeln!(out, "Top stacks (leaf first):")?;
     let mut stacks: Vec<_> = agg.stacks.iter().collect();

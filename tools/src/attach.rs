@@ -1,0 +1,237 @@
+//! Loading an agent into a running HotSpot JVM through its attach mechanism, without `jcmd`:
+//! the same protocol `jcmd PID JVMTI.agent_load` and the JDK's `VirtualMachine.loadAgentPath`
+//! use on Linux.
+//!
+//! 1. If the JVM's attach socket `/tmp/.java_pid<PID>` does not exist yet, create the file
+//!    `.attach_pid<PID>` in the JVM's working directory (or its `/tmp`) and send it SIGQUIT:
+//!    HotSpot then starts its attach listener, which creates the socket. SIGQUIT is sent only
+//!    to a process that has `libjvm.so` mapped: to any other process it is fatal.
+//! 2. Connect, send `1\0load\0<library>\0true\0<options>\0` (protocol version 1, the `load`
+//!    operation with an absolute library path), read the reply to the end: the first line is
+//!    the operation's status, then `return code: N` is what `Agent_OnAttach` returned.
+//!
+//! Paths go through `/proc/PID/root` so that a JVM in another mount namespace is found; the
+//! PID inside the JVM's own PID namespace (`NSpid`) names the files.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Why an attach failed, worded for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttachError(pub String);
+
+impl std::fmt::Display for AttachError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for AttachError {}
+
+fn fail<T>(message: impl Into<String>) -> Result<T, AttachError> {
+    Err(AttachError(message.into()))
+}
+
+/// What the JVM answered to `load`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadReply {
+    /// `Agent_OnAttach`'s return value (0 = accepted).
+    pub agent_code: i32,
+    /// The whole reply text.
+    pub text: String,
+}
+
+/// The process's PID inside its own PID namespace (last `NSpid` value), or `pid`.
+fn namespace_pid(pid: u32) -> u32 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .and_then(|l| l.split_whitespace().last().and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(pid)
+}
+
+/// The effective uid of process `pid` (second field of `Uid:`).
+fn process_euid(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let uids = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    uids.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Checks that `pid` is a running HotSpot JVM this user may attach to.
+pub fn check_target(pid: u32) -> Result<(), AttachError> {
+    let maps = match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return fail(format!("no process {pid} is running"))
+        }
+        Err(e) => {
+            return fail(format!(
+                "cannot inspect process {pid} ({e}): attach as the user the JVM runs as"
+            ))
+        }
+    };
+    if !maps.lines().any(|l| l.ends_with("/libjvm.so")) {
+        return fail(format!(
+            "process {pid} is not a HotSpot JVM (it has no libjvm.so mapped); \
+             `jps -l` or `jcmd` lists the JVMs"
+        ));
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    match process_euid(pid) {
+        Some(uid) if uid != me => fail(format!(
+            "the JVM {pid} runs as uid {uid} and this command as uid {me}: HotSpot accepts an \
+             attach only from its own user; run this as that user (sudo -u)"
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn socket_path(pid: u32, ns_pid: u32) -> PathBuf {
+    PathBuf::from(format!("/proc/{pid}/root/tmp/.java_pid{ns_pid}"))
+}
+
+/// Makes the JVM open its attach socket; returns its path.
+fn wake_listener(pid: u32, timeout: Duration) -> Result<PathBuf, AttachError> {
+    let ns_pid = namespace_pid(pid);
+    let socket = socket_path(pid, ns_pid);
+    if socket.exists() {
+        return Ok(socket);
+    }
+    let name = format!(".attach_pid{ns_pid}");
+    let candidates = [
+        PathBuf::from(format!("/proc/{pid}/cwd")).join(&name),
+        PathBuf::from(format!("/proc/{pid}/root/tmp")).join(&name),
+    ];
+    let Some(trigger) = candidates
+        .into_iter()
+        .find(|p| std::fs::File::create(p).is_ok())
+    else {
+        return fail(format!(
+            "cannot create the attach trigger file {name} in the JVM's working directory or /tmp"
+        ));
+    };
+    // The target was checked to be a JVM, which handles SIGQUIT (it starts the attach listener)
+    // instead of dying.
+    let sent = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGQUIT,
+    )
+    .is_ok();
+    let started = Instant::now();
+    let mut ready = false;
+    while sent && started.elapsed() < timeout {
+        std::thread::sleep(Duration::from_millis(50));
+        if socket.exists() {
+            ready = true;
+            break;
+        }
+    }
+    let _ = std::fs::remove_file(&trigger);
+    if !sent {
+        return fail(format!("cannot signal process {pid}"));
+    }
+    if !ready {
+        return fail(format!(
+            "the JVM {pid} did not open its attach socket within {} s: it may have been \
+             started with -XX:+DisableAttachMechanism, or be too busy or still starting",
+            timeout.as_secs()
+        ));
+    }
+    Ok(socket)
+}
+
+/// Parses the reply to `load`.
+pub fn parse_load_reply(text: &str) -> Result<LoadReply, AttachError> {
+    let mut lines = text.lines();
+    let status: i32 = match lines.next().map(str::trim).map(str::parse) {
+        Some(Ok(s)) => s,
+        _ => return fail(format!("unexpected reply from the JVM: {text:?}")),
+    };
+    let rest: Vec<&str> = lines.collect();
+    if status != 0 {
+        return fail(format!(
+            "the JVM refused to load the agent (status {status}): {}",
+            rest.join(" ").trim()
+        ));
+    }
+    let agent_code = rest
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("return code:"))
+        .and_then(|c| c.trim().parse().ok())
+        .unwrap_or(0);
+    Ok(LoadReply {
+        agent_code,
+        text: text.to_string(),
+    })
+}
+
+/// Loads `library` (an absolute path) with `options` into the JVM `pid`.
+pub fn load_agent(
+    pid: u32,
+    library: &Path,
+    options: &str,
+    timeout: Duration,
+) -> Result<LoadReply, AttachError> {
+    check_target(pid)?;
+    let socket = wake_listener(pid, timeout)?;
+    let mut stream = UnixStream::connect(&socket).map_err(|e| {
+        AttachError(format!(
+            "cannot connect to the JVM's attach socket {}: {e}",
+            socket.display()
+        ))
+    })?;
+    let _ = stream.set_read_timeout(Some(timeout.max(Duration::from_secs(60))));
+    let mut request = Vec::new();
+    for part in [
+        "1",
+        "load",
+        &library.to_string_lossy(),
+        "true",
+        options,
+    ] {
+        request.extend_from_slice(part.as_bytes());
+        request.push(0);
+    }
+    stream
+        .write_all(&request)
+        .map_err(|e| AttachError(format!("sending the load request to the JVM: {e}")))?;
+    let mut reply = String::new();
+    stream
+        .read_to_string(&mut reply)
+        .map_err(|e| AttachError(format!("reading the JVM's reply: {e}")))?;
+    parse_load_reply(&reply)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_replies() {
+        assert_eq!(
+            parse_load_reply("0\nreturn code: 0\n").unwrap().agent_code,
+            0
+        );
+        assert_eq!(
+            parse_load_reply("0\nreturn code: -1\n").unwrap().agent_code,
+            -1
+        );
+        let refused = parse_load_reply("100\nagent library not found\n").unwrap_err();
+        assert!(refused.0.contains("status 100"), "{refused}");
+        assert!(refused.0.contains("not found"), "{refused}");
+        assert!(parse_load_reply("").is_err());
+    }
+
+    #[test]
+    fn a_process_without_libjvm_is_not_a_target() {
+        let e = check_target(std::process::id()).unwrap_err();
+        assert!(e.0.contains("not a HotSpot JVM"), "{e}");
+        let e = check_target(u32::MAX - 1).unwrap_err();
+        assert!(e.0.contains("no process"), "{e}");
+    }
+}

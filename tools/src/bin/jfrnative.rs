@@ -1,0 +1,295 @@
+//! `jfrnative`: CPU profiles of Java programs with native frames, in JFR.
+//!
+//! - `jfrnative record [-i 10ms] [-o out.jfr] [--] java ARGS...`
+//! - `jfrnative attach PID [-d 30s] [-o out.jfr]`
+//! - `jfrnative demo`
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand};
+use tools::session::{self, Session};
+use tools::{attach, demo, duration, jdk};
+
+/// CPU-time profiles of Java programs with the native frames (C, C++, Rust, libc, the JVM)
+/// above the Java stack, as JFR files, flame graphs and a report.
+#[derive(Parser, Debug)]
+#[command(name = "jfrnative", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run a Java command with the agent; when it exits, symbolize and report.
+    Record(RecordArgs),
+    /// Record a running JVM for a while (Ctrl-C stops early), then symbolize and report.
+    Attach(AttachArgs),
+    /// Build the bundled Java + JNI demo (hot paths in C, zlib and libc), record and report.
+    Demo(DemoArgs),
+}
+
+#[derive(Args, Debug)]
+struct Common {
+    /// CPU time between two samples of a thread (ns, us, ms, s).
+    #[arg(short, long, default_value = "10ms")]
+    interval: String,
+    /// The agent library (default: libjfrnative.so next to this executable).
+    #[arg(long)]
+    agent: Option<PathBuf>,
+    /// Rows per table in the report.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+}
+
+#[derive(Args, Debug)]
+struct RecordArgs {
+    #[command(flatten)]
+    common: Common,
+    /// The recording (default: jfrnative-YYYYMMDD-HHMMSS.jfr).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// The Java command: `java` (from JAVA_HOME, else PATH) or a path to java, and its
+    /// arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+struct AttachArgs {
+    /// The JVM's process id (`jps`, `jcmd`).
+    pid: u32,
+    /// How long to record.
+    #[arg(short, long, default_value = "30s", value_parser = duration::parse)]
+    duration: Duration,
+    /// The recording (default: jfrnative-PID-YYYYMMDD-HHMMSS.jfr).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+struct DemoArgs {
+    /// How long the demo program runs.
+    #[arg(short, long, default_value = "5s", value_parser = duration::parse)]
+    duration: Duration,
+    /// Where the demo is built and its recording written.
+    #[arg(long, default_value = "jfrnative-demo")]
+    dir: PathBuf,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// A failure, printed as `jfrnative: MESSAGE`.
+type Failure = String;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = jdk::check_platform(std::env::consts::OS, std::env::consts::ARCH).and_then(
+        |()| match cli.command {
+            Cmd::Record(a) => record(a),
+            Cmd::Attach(a) => attach_command(a),
+            Cmd::Demo(a) => demo_command(a),
+        },
+    );
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("jfrnative: {message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn default_name(prefix: &str) -> PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (now / 86_400, now % 86_400);
+    // Days since 1970-01-01 to a civil date (UTC), Howard Hinnant's algorithm.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    PathBuf::from(format!(
+        "{prefix}-{year:04}{month:02}{day:02}-{:02}{:02}{:02}.jfr",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    ))
+}
+
+/// Runs `java` with the agent and follows it; returns the JVM's exit status.
+fn run_java(
+    session: &Session,
+    java: &Path,
+    args: &[String],
+) -> Result<std::process::ExitStatus, Failure> {
+    let child_pid = Arc::new(AtomicI32::new(0));
+    let interrupted = session::on_interrupt(child_pid.clone())?;
+    let agentpath = format!(
+        "-agentpath:{}={}",
+        session.agent.display(),
+        session.agent_options()
+    );
+    let mut child = Command::new(java)
+        .arg(agentpath)
+        .args(args)
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", java.display()))?;
+    child_pid.store(child.id() as i32, Ordering::Release);
+    let mut exit = None;
+    let mut told = false;
+    session.follow(|_| {
+        if interrupted.load(Ordering::Acquire) && !told {
+            told = true;
+            eprintln!("\njfrnative: interrupted: the JVM is finishing the recording");
+        }
+        exit = child.try_wait().ok().flatten();
+        exit.is_some()
+    });
+    let status = match exit {
+        Some(s) => s,
+        None => child
+            .wait()
+            .map_err(|e| format!("waiting for the JVM: {e}"))?,
+    };
+    child_pid.store(0, Ordering::Release);
+    Ok(status)
+}
+
+fn record(a: RecordArgs) -> Result<ExitCode, Failure> {
+    let (program, args) = a
+        .command
+        .split_first()
+        .ok_or("give the Java command to run: jfrnative record -- java -jar app.jar")?;
+    let java = jdk::resolve_java(
+        program,
+        std::env::var_os("JAVA_HOME").as_deref(),
+        std::env::var_os("PATH").as_deref(),
+    )?;
+    let output = a.output.unwrap_or_else(|| default_name("jfrnative"));
+    let session = Session::new(a.common.agent.as_deref(), &output, &a.common.interval)?;
+    let status = run_java(&session, &java, args)?;
+    session.finish(a.common.top)?;
+    Ok(ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8))
+}
+
+fn process_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
+}
+
+const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn attach_command(a: AttachArgs) -> Result<ExitCode, Failure> {
+    attach::check_target(a.pid).map_err(|e| e.to_string())?;
+    let output = a
+        .output
+        .unwrap_or_else(|| default_name(&format!("jfrnative-{}", a.pid)));
+    let session = Session::new(a.common.agent.as_deref(), &output, &a.common.interval)?;
+    let interrupted = session::on_interrupt(Arc::new(AtomicI32::new(0)))?;
+    let reply = attach::load_agent(
+        a.pid,
+        &session.agent,
+        &session.agent_options(),
+        ATTACH_TIMEOUT,
+    )
+    .map_err(|e| e.to_string())?;
+    if reply.agent_code != 0 {
+        let why = session
+            .status()
+            .filter(|s| s.is_failed())
+            .map(|s| s.message)
+            .unwrap_or_else(|| format!("the agent refused to start ({})", reply.text.trim()));
+        let _ = std::fs::remove_file(&session.status_file);
+        return Err(why);
+    }
+    eprintln!(
+        "jfrnative: recording JVM {} for {:.0?} (Ctrl-C stops early)",
+        a.pid, a.duration
+    );
+    let deadline = Instant::now() + a.duration;
+    let mut jvm_gone = false;
+    session.follow(|s| {
+        jvm_gone = !process_alive(a.pid);
+        jvm_gone
+            || interrupted.load(std::sync::atomic::Ordering::Acquire)
+            || Instant::now() >= deadline
+            || s.is_some_and(|s| s.state != "recording")
+    });
+    if jvm_gone {
+        eprintln!("jfrnative: the JVM {} exited during the recording", a.pid);
+    } else if session.status().is_some_and(|s| s.state == "recording") {
+        let reply = attach::load_agent(a.pid, &session.agent, "stop", ATTACH_TIMEOUT)
+            .map_err(|e| format!("stopping the recording: {e}"))?;
+        if reply.agent_code != 0 {
+            return Err(format!(
+                "the agent in JVM {} did not stop ({})",
+                a.pid,
+                reply.text.trim()
+            ));
+        }
+    }
+    session.finish(a.common.top)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn demo_command(a: DemoArgs) -> Result<ExitCode, Failure> {
+    let java = jdk::java_in_home_or_path(
+        std::env::var_os("JAVA_HOME").as_deref(),
+        std::env::var_os("PATH").as_deref(),
+    )?;
+    let home = jdk::home_of(&java)
+        .ok_or_else(|| format!("cannot find the JDK home of {}", java.display()))?;
+    std::fs::create_dir_all(&a.dir)
+        .map_err(|e| format!("cannot create {}: {e}; choose another --dir", a.dir.display()))?;
+    eprintln!(
+        "jfrnative demo: building the demo program with {} ...",
+        home.display()
+    );
+    let build = session::absolute(&demo::build(&a.dir, &home)?)?;
+    let session = Session::new(
+        a.common.agent.as_deref(),
+        &a.dir.join("demo.jfr"),
+        &a.common.interval,
+    )?;
+    eprintln!(
+        "jfrnative demo: recording {:.1} s of 4 threads: c-checksum (our C), zlib-compress \
+         (zlib), libc-qsort (libc's qsort calling a C comparator), java-hashmap (Java)",
+        a.duration.as_secs_f64()
+    );
+    let args = [
+        format!("-Djava.library.path={}", build.display()),
+        "-cp".to_string(),
+        build.display().to_string(),
+        demo::MAIN_CLASS.to_string(),
+        format!("{}", a.duration.as_secs_f64()),
+    ];
+    let status = run_java(&session, &java, &args)?;
+    if !status.success() && session.status().is_none() {
+        return Err(format!("the demo program failed ({status})"));
+    }
+    println!();
+    session.finish(a.common.top)?;
+    println!(
+        "\nThe native functions above are what the JDK's own profilers show only as \
+         JfrNativeDemo.checksum, .compress and .sort.\nzlib and libc's qsort are built \
+         without frame pointers on Debian, so their stacks may skip callers (marked truncated); \
+         functions without a symbol show as library+offset.\nOpen {} in JDK Mission Control \
+         (File > Open File) to see the native frames in its stack traces.",
+        session.outputs.symbolized.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,95 @@
+//! The bundled demo program (`testdata/demo`, embedded in the binary): a Java program whose
+//! threads burn CPU in our C code, zlib and libc through JNI, and one in plain Java. Built on
+//! first use with the JDK's `javac` and the system C compiler, into `DIR/build`; rebuilt only
+//! when the sources or the JDK change.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The Java program.
+pub const JAVA_SOURCE: &str = include_str!("../../testdata/demo/JfrNativeDemo.java");
+/// The JNI library.
+pub const C_SOURCE: &str = include_str!("../../testdata/demo/jfrnative_demo.c");
+/// The Java class to run.
+pub const MAIN_CLASS: &str = "JfrNativeDemo";
+
+fn run(command: &mut Command, what: &str, hint: &str) -> Result<(), String> {
+    let program = command.get_program().to_string_lossy().into_owned();
+    let output = command
+        .output()
+        .map_err(|e| format!("{what}: cannot run {program}: {e}; {hint}"))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "{what} failed ({}):\n{}{}\n{hint}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr).trim_end()
+    ))
+}
+
+fn c_compiler() -> Result<String, String> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let found = cc.contains('/')
+        || std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(&cc).is_file()));
+    if found {
+        Ok(cc)
+    } else {
+        Err(format!(
+            "the demo builds a JNI library in C, and there is no C compiler '{cc}': install one \
+             with zlib's headers (apt-get install gcc zlib1g-dev) or set CC"
+        ))
+    }
+}
+
+/// Builds the demo for the JDK at `jdk_home` into `dir/build`; returns that directory (the
+/// class path and `java.library.path`).
+pub fn build(dir: &Path, jdk_home: &Path) -> Result<PathBuf, String> {
+    let src = dir.join("src");
+    let build = dir.join("build");
+    let stamp = build.join("built-with");
+    let stamp_text = format!("{}\n{JAVA_SOURCE}{C_SOURCE}", jdk_home.display());
+    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == stamp_text) {
+        return Ok(build);
+    }
+    let javac = jdk_home.join("bin/javac");
+    if !javac.is_file() {
+        return Err(format!(
+            "the demo compiles Java, and {} has no bin/javac (a JRE, not a JDK): set JAVA_HOME \
+             to a JDK 17 to 25",
+            jdk_home.display()
+        ));
+    }
+    let cc = c_compiler()?;
+    for d in [&src, &build] {
+        std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+    }
+    let java_file = src.join(format!("{MAIN_CLASS}.java"));
+    let c_file = src.join("jfrnative_demo.c");
+    for (path, text) in [(&java_file, JAVA_SOURCE), (&c_file, C_SOURCE)] {
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    let include = jdk_home.join("include");
+    run(
+        Command::new(&cc)
+            .args(["-O2", "-fno-omit-frame-pointer", "-g", "-shared", "-fPIC"])
+            .arg(format!("-I{}", include.display()))
+            .arg(format!("-I{}", include.join("linux").display()))
+            .arg(&c_file)
+            .arg("-lz")
+            .arg("-o")
+            .arg(build.join("libjfrnative_demo.so")),
+        "building the demo's JNI library",
+        "it needs a C compiler and zlib's headers (apt-get install gcc zlib1g-dev)",
+    )?;
+    run(
+        Command::new(&javac).arg("-d").arg(&build).arg(&java_file),
+        "compiling the demo's Java program",
+        "set JAVA_HOME to a JDK 17 to 25",
+    )?;
+    std::fs::write(&stamp, stamp_text)
+        .map_err(|e| format!("cannot write {}: {e}", stamp.display()))?;
+    Ok(build)
+}

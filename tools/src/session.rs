@@ -1,0 +1,174 @@
+//! One recording as the `jfrnative` CLI runs it: where the agent and the files are, the agent's
+//! option string, following the recording on a live status line, and the report at the end.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::report::{self, Outputs};
+use crate::status::{self, Status};
+
+/// The agent's file name, looked for next to the CLI's executable.
+pub const AGENT_FILE: &str = "libjfrnative.so";
+
+/// The agent library: `given`, else `libjfrnative.so` next to this executable.
+pub fn agent_library(given: Option<&Path>) -> Result<PathBuf, String> {
+    let path = match given {
+        Some(p) => p.to_path_buf(),
+        None => std::env::current_exe()
+            .map_err(|e| format!("cannot locate this executable: {e}"))?
+            .with_file_name(AGENT_FILE),
+    };
+    if !path.is_file() {
+        let how = if given.is_some() {
+            "give the path of libjfrnative.so with --agent"
+        } else {
+            "build it next to jfrnative with `cargo build --release -p recorder -p tools`, or \
+             give its path with --agent"
+        };
+        return Err(format!("agent library not found: {}; {how}", path.display()));
+    }
+    path.canonicalize()
+        .map_err(|e| format!("agent library {}: {e}", path.display()))
+}
+
+/// An absolute path (the JVM may run in another directory).
+pub fn absolute(path: &Path) -> Result<PathBuf, String> {
+    std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A recording's files and agent options.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// The agent library.
+    pub agent: PathBuf,
+    /// The recording and the files beside it.
+    pub outputs: Outputs,
+    /// The agent's status file (removed at the end).
+    pub status_file: PathBuf,
+    /// The `interval` option as given.
+    pub interval: String,
+}
+
+impl Session {
+    /// Checks the agent and the output files.
+    pub fn new(agent: Option<&Path>, output: &Path, interval: &str) -> Result<Session, String> {
+        let agent = agent_library(agent)?;
+        let recording = absolute(output)?;
+        if recording.to_string_lossy().contains(',') {
+            return Err(format!(
+                "the output path {} contains ',', which separates the agent's options: choose \
+                 another with -o",
+                recording.display()
+            ));
+        }
+        let outputs = Outputs::beside(&recording);
+        outputs.check_writable()?;
+        let mut status_file = recording.clone().into_os_string();
+        status_file.push(".status");
+        let status_file = PathBuf::from(status_file);
+        let _ = std::fs::remove_file(&status_file);
+        Ok(Session {
+            agent,
+            outputs,
+            status_file,
+            interval: interval.to_string(),
+        })
+    }
+
+    /// The agent's option string.
+    pub fn agent_options(&self) -> String {
+        format!(
+            "file={},interval={},status={}",
+            self.outputs.recording.display(),
+            self.interval,
+            self.status_file.display()
+        )
+    }
+
+    /// What the agent last wrote.
+    pub fn status(&self) -> Option<Status> {
+        Status::read(&self.status_file)
+    }
+
+    /// Calls `done` every 200 ms, drawing the status line on a terminal, until it returns true.
+    pub fn follow(&self, mut done: impl FnMut(Option<&Status>) -> bool) {
+        let started = Instant::now();
+        let terminal = std::io::stderr().is_terminal();
+        loop {
+            let s = self.status();
+            if done(s.as_ref()) {
+                break;
+            }
+            if terminal {
+                eprint!("\r{}\x1b[K", status::line(started.elapsed(), s.as_ref()));
+                let _ = std::io::stderr().flush();
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        if terminal {
+            eprint!("\r\x1b[K");
+        }
+    }
+
+    /// After the recording: checks the agent's last word, symbolizes, writes the views, prints
+    /// the short report and where the files are.
+    pub fn finish(&self, top: usize) -> Result<(), String> {
+        let last = self.status();
+        let _ = std::fs::remove_file(&self.status_file);
+        let last = last.ok_or(
+            "the agent did not start recording (the JVM's own messages above say why)",
+        )?;
+        if last.is_failed() {
+            return Err(last.message);
+        }
+        if last.state != "finished" {
+            eprintln!(
+                "jfrnative: the recording was not finished (the JVM died?); using the chunks \
+                 written before"
+            );
+        }
+        let summary = report::write(&self.outputs, top).map_err(|e| e.to_string())?;
+        println!("{}", summary.text.trim_end());
+        for w in &summary.warnings {
+            eprintln!("jfrnative: {w}");
+        }
+        let o = &self.outputs;
+        println!();
+        println!("Files:");
+        for (path, what) in [
+            (&o.recording, "the recording: native PCs and jdk.NativeLibrary events"),
+            (
+                &o.symbolized,
+                "native frames in the stacks: JDK Mission Control, `jfr print`, `jfr view`",
+            ),
+            (&o.flame_graph, "flame graph: open in a browser"),
+            (&o.report, "the full report: top stacks and threads too"),
+        ] {
+            println!("  {}\n      {what}", path.display());
+        }
+        Ok(())
+    }
+}
+
+/// Ctrl-C (and SIGTERM, SIGHUP): recorded in a flag, and forwarded as SIGINT to the process
+/// in `forward_to` (if not 0), so that a JVM started by `record` finishes its file even when
+/// the signal was not sent to the whole process group.
+pub fn on_interrupt(forward_to: Arc<AtomicI32>) -> Result<Arc<AtomicBool>, String> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let set = flag.clone();
+    ctrlc::set_handler(move || {
+        set.store(true, Ordering::Release);
+        let pid = forward_to.load(Ordering::Acquire);
+        if pid > 0 {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGINT,
+            );
+        }
+    })
+    .map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
+    Ok(flag)
+}
