@@ -80,7 +80,9 @@ fn check_file(options: &Options) -> Result<(), String> {
 
 /// A load while the agent is installed: stop the recording, or start a new one.
 fn command_loaded(agent: &'static Agent, command: Command) -> Result<(), String> {
-    let _lifecycle = LIFECYCLE.lock().map_err(|_| "jfr-native: agent state lost")?;
+    let _lifecycle = LIFECYCLE
+        .lock()
+        .map_err(|_| "jfr-native: agent state lost")?;
     let running = current_options(agent);
     match (command, running) {
         (Command::Stop, Some(_)) => {
@@ -202,7 +204,9 @@ fn install(vm: Vm, command: Command, live: bool) -> Result<(), String> {
             .map_err(|e| format!("jfr-native: enabling event {event} failed ({e})"))?;
     }
     if live {
-        let _lifecycle = LIFECYCLE.lock().map_err(|_| "jfr-native: agent state lost")?;
+        let _lifecycle = LIFECYCLE
+            .lock()
+            .map_err(|_| "jfr-native: agent state lost")?;
         if let Err(e) = start(agent, None) {
             // HotSpot unloads a library whose Agent_OnAttach fails: no callback may point
             // into it any more (a later load sets them again).

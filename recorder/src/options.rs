@@ -60,7 +60,8 @@ impl fmt::Display for OptionError {
 
 impl std::error::Error for OptionError {}
 
-const ACCEPTED: &str = "file, interval, signal, depth, native_depth, chunk, status (or the single command stop)";
+const ACCEPTED: &str =
+    "file, interval, signal, depth, native_depth, chunk, status (or the single command stop)";
 
 fn err(option: &str, message: impl Into<String>) -> OptionError {
     OptionError {

@@ -187,13 +187,7 @@ pub fn load_agent(
     })?;
     let _ = stream.set_read_timeout(Some(timeout.max(Duration::from_secs(60))));
     let mut request = Vec::new();
-    for part in [
-        "1",
-        "load",
-        &library.to_string_lossy(),
-        "true",
-        options,
-    ] {
+    for part in ["1", "load", &library.to_string_lossy(), "true", options] {
         request.extend_from_slice(part.as_bytes());
         request.push(0);
     }

@@ -117,7 +117,10 @@ mod tests {
         assert!(e.contains("must start with java"), "{e}");
         let e = resolve_java("/nonexistent/bin/java", home, None).unwrap_err();
         assert!(e.contains("no such Java executable"), "{e}");
-        assert_eq!(home_of(&dir.join("bin/java")).unwrap(), dir.canonicalize().unwrap());
+        assert_eq!(
+            home_of(&dir.join("bin/java")).unwrap(),
+            dir.canonicalize().unwrap()
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -6,5 +6,5 @@ pub mod duration;
 pub mod flamegraph;
 pub mod jdk;
 pub mod report;
-pub mod status;
 pub mod session;
+pub mod status;

@@ -28,7 +28,10 @@ pub fn agent_library(given: Option<&Path>) -> Result<PathBuf, String> {
             "build it next to jfrnative with `cargo build --release -p recorder -p tools`, or \
              give its path with --agent"
         };
-        return Err(format!("agent library not found: {}; {how}", path.display()));
+        return Err(format!(
+            "agent library not found: {}; {how}",
+            path.display()
+        ));
     }
     path.canonicalize()
         .map_err(|e| format!("agent library {}: {e}", path.display()))
@@ -118,11 +121,10 @@ impl Session {
     pub fn finish(&self, top: usize) -> Result<(), String> {
         let last = self.status();
         let _ = std::fs::remove_file(&self.status_file);
-        let last = last.ok_or(
-            "the agent did not start recording (the JVM's own messages above say why)",
-        )?;
+        let last =
+            last.ok_or("the agent did not start recording (the JVM's own messages above say why)")?;
         if last.is_failed() {
-            return Err(last.message);
+            return Err(agent_message(&last.message));
         }
         if last.state != "finished" {
             eprintln!(
@@ -139,7 +141,10 @@ impl Session {
         println!();
         println!("Files:");
         for (path, what) in [
-            (&o.recording, "the recording: native PCs and jdk.NativeLibrary events"),
+            (
+                &o.recording,
+                "the recording: native PCs and jdk.NativeLibrary events",
+            ),
             (
                 &o.symbolized,
                 "native frames in the stacks: JDK Mission Control, `jfr print`, `jfr view`",
@@ -151,6 +156,14 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// An agent message without the agent's own `jfr-native: ` prefix.
+pub fn agent_message(message: &str) -> String {
+    message
+        .strip_prefix("jfr-native: ")
+        .unwrap_or(message)
+        .to_string()
 }
 
 /// Ctrl-C (and SIGTERM, SIGHUP): recorded in a flag, and forwarded as SIGINT to the process

@@ -84,7 +84,10 @@ mod tests {
         assert_eq!((s.samples, s.lost, s.failed, s.chunks), (7, 1, 2, 3));
         assert_eq!(s.message, "a=b c");
         let l = line(Duration::from_millis(2500), Some(&s));
-        assert!(l.contains("2.5 s") && l.contains("7 samples") && l.contains("lost 1"), "{l}");
+        assert!(
+            l.contains("2.5 s") && l.contains("7 samples") && l.contains("lost 1"),
+            "{l}"
+        );
         assert!(line(Duration::ZERO, None).contains("waiting"));
     }
 }

@@ -69,6 +69,9 @@ struct AttachArgs {
     /// The recording (default: jfrnative-PID-YYYYMMDD-HHMMSS.jfr).
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// How long to wait for the JVM to answer the attach request.
+    #[arg(long, default_value = "10s", value_parser = duration::parse)]
+    attach_timeout: Duration,
     #[command(flatten)]
     common: Common,
 }
@@ -90,13 +93,14 @@ type Failure = String;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = jdk::check_platform(std::env::consts::OS, std::env::consts::ARCH).and_then(
-        |()| match cli.command {
+    let result =
+        jdk::check_platform(std::env::consts::OS, std::env::consts::ARCH).and_then(|()| match cli
+            .command
+        {
             Cmd::Record(a) => record(a),
             Cmd::Attach(a) => attach_command(a),
             Cmd::Demo(a) => demo_command(a),
-        },
-    );
+        });
     match result {
         Ok(code) => code,
         Err(message) => {
@@ -182,16 +186,19 @@ fn record(a: RecordArgs) -> Result<ExitCode, Failure> {
     let session = Session::new(a.common.agent.as_deref(), &output, &a.common.interval)?;
     let status = run_java(&session, &java, args)?;
     session.finish(a.common.top)?;
-    Ok(ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8))
+    Ok(ExitCode::from(
+        status.code().unwrap_or(1).clamp(0, 255) as u8
+    ))
 }
 
 fn process_alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
 }
-
-const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn attach_command(a: AttachArgs) -> Result<ExitCode, Failure> {
     attach::check_target(a.pid).map_err(|e| e.to_string())?;
@@ -204,14 +211,14 @@ fn attach_command(a: AttachArgs) -> Result<ExitCode, Failure> {
         a.pid,
         &session.agent,
         &session.agent_options(),
-        ATTACH_TIMEOUT,
+        a.attach_timeout,
     )
     .map_err(|e| e.to_string())?;
     if reply.agent_code != 0 {
         let why = session
             .status()
             .filter(|s| s.is_failed())
-            .map(|s| s.message)
+            .map(|s| session::agent_message(&s.message))
             .unwrap_or_else(|| format!("the agent refused to start ({})", reply.text.trim()));
         let _ = std::fs::remove_file(&session.status_file);
         return Err(why);
@@ -232,7 +239,7 @@ fn attach_command(a: AttachArgs) -> Result<ExitCode, Failure> {
     if jvm_gone {
         eprintln!("jfrnative: the JVM {} exited during the recording", a.pid);
     } else if session.status().is_some_and(|s| s.state == "recording") {
-        let reply = attach::load_agent(a.pid, &session.agent, "stop", ATTACH_TIMEOUT)
+        let reply = attach::load_agent(a.pid, &session.agent, "stop", a.attach_timeout)
             .map_err(|e| format!("stopping the recording: {e}"))?;
         if reply.agent_code != 0 {
             return Err(format!(
@@ -247,14 +254,20 @@ fn attach_command(a: AttachArgs) -> Result<ExitCode, Failure> {
 }
 
 fn demo_command(a: DemoArgs) -> Result<ExitCode, Failure> {
-    let java = jdk::java_in_home_or_path(
-        std::env::var_os("JAVA_HOME").as_deref(),
-        std::env::var_os("PATH").as_deref(),
-    )?;
-    let home = jdk::home_of(&java)
-        .ok_or_else(|| format!("cannot find the JDK home of {}", java.display()))?;
-    std::fs::create_dir_all(&a.dir)
-        .map_err(|e| format!("cannot create {}: {e}; choose another --dir", a.dir.display()))?;
+    let java_home = std::env::var_os("JAVA_HOME").filter(|h| !h.is_empty());
+    let java =
+        jdk::java_in_home_or_path(java_home.as_deref(), std::env::var_os("PATH").as_deref())?;
+    let home = match java_home {
+        Some(home) => PathBuf::from(home),
+        None => jdk::home_of(&java)
+            .ok_or_else(|| format!("cannot find the JDK home of {}", java.display()))?,
+    };
+    std::fs::create_dir_all(&a.dir).map_err(|e| {
+        format!(
+            "cannot create {}: {e}; choose another --dir",
+            a.dir.display()
+        )
+    })?;
     eprintln!(
         "jfrnative demo: building the demo program with {} ...",
         home.display()

@@ -1,0 +1,437 @@
+//! The `jfrnative` CLI end to end against real JVMs (JDK 17 and 25): `record` (also stopped
+//! with Ctrl-C), `attach` (twice to one JVM, which keeps running), `demo`; and every error a
+//! new user can run into, each with its message.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tests::jdk::{javac_for, oracle_jdks, Jdk};
+use tests::readers::{jfr_json, run};
+use tests::workload::{agent_library, tool_binary, workload_dir};
+
+fn out_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("jfrnative-cli-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn jfrnative() -> Command {
+    // The agent must sit next to the CLI: build both.
+    agent_library();
+    Command::new(tool_binary("jfrnative"))
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The Burner workload's arguments after `java`.
+fn burner_args(seconds: f64) -> Vec<String> {
+    let dir = workload_dir();
+    vec![
+        format!("-Djava.library.path={}", dir.display()),
+        "-cp".into(),
+        dir.display().to_string(),
+        "Burner".into(),
+        seconds.to_string(),
+        "w-native:native,w-java:java".into(),
+    ]
+}
+
+/// The `CPU samples: N` figure of the report.
+fn reported_samples(stdout: &str) -> u64 {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("CPU samples: "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no sample count in the report:\n{stdout}"))
+}
+
+/// The rows of a table of the report: `(self%, name)`.
+fn table(stdout: &str, title: &str) -> Vec<(f64, String)> {
+    stdout
+        .lines()
+        .skip_while(|l| !l.starts_with(title))
+        .skip(2)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let self_pct = w.next()?.trim_end_matches('%').parse().ok()?;
+            let name = w.skip(2).collect::<Vec<_>>().join(" ");
+            Some((self_pct, name))
+        })
+        .collect()
+}
+
+/// Checks the four files of a recording: the raw one (sample count as reported, read by
+/// `jfr print --json`), the symbolized one (native frames with names in the stacks, per
+/// `jfr print --json`), the flame graph and the full report.
+fn check_outputs(jdk: &Jdk, recording: &Path, stdout: &str, leaf: &str) {
+    let raw = jfr_json(jdk, recording).unwrap();
+    let samples = raw.counts.get("jdk.CPUTimeSample").copied().unwrap_or(0);
+    assert_eq!(samples, reported_samples(stdout), "{stdout}");
+    assert!(samples >= 50, "{samples} samples");
+    let stem = recording.with_extension("");
+    let with = |suffix: &str| PathBuf::from(format!("{}{suffix}", stem.display()));
+    let symbolized = with(".symbolized.jfr");
+    let json = run(Command::new(jdk.tool("jfr"))
+        .args([
+            "print",
+            "--json",
+            "--stack-depth",
+            "64",
+            "--events",
+            "jdk.CPUTimeSample",
+        ])
+        .arg(&symbolized))
+    .unwrap();
+    let json: Value = serde_json::from_str(&json).unwrap();
+    let events = json["recording"]["events"].as_array().unwrap();
+    assert_eq!(events.len() as u64, samples);
+    let native_leaf = events
+        .iter()
+        .filter(|e| {
+            let top = &e["values"]["stackTrace"]["frames"][0];
+            top["method"]["name"] == leaf && top["type"] == "Native"
+        })
+        .count();
+    assert!(
+        native_leaf >= 20,
+        "{native_leaf} samples with the native leaf {leaf} in {}",
+        symbolized.display()
+    );
+    let svg = std::fs::read_to_string(with(".svg")).unwrap();
+    assert!(
+        svg.starts_with("<?xml") && svg.contains(leaf),
+        "flame graph"
+    );
+    let report = std::fs::read_to_string(with(".txt")).unwrap();
+    assert!(report.contains("Top stacks (leaf first):") && report.contains(leaf));
+    assert!(
+        !Path::new(&format!("{}.status", recording.display())).exists(),
+        "the status file is removed"
+    );
+    assert!(
+        stdout.contains(&symbolized.display().to_string()),
+        "{stdout}"
+    );
+}
+
+fn java_of(jdk: &Jdk) -> String {
+    jdk.tool("java").display().to_string()
+}
+
+#[test]
+fn record_runs_java_with_the_agent_and_reports() {
+    for jdk in oracle_jdks() {
+        let dir = out_dir(&format!("record{}", jdk.major));
+        let recording = dir.join("rec.jfr");
+        let out = jfrnative()
+            .args(["record", "-i", "10ms", "-o"])
+            .arg(&recording)
+            .arg("--")
+            .arg(java_of(&jdk))
+            .args(burner_args(2.0))
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{}: {stdout}\n{stderr}", jdk.name());
+        let native = table(&stdout, "Top native functions");
+        assert_eq!(
+            native.first().map(|r| r.1.as_str()),
+            Some("level3 [libburner.so]"),
+            "{stdout}"
+        );
+        assert!(native[0].0 > 30.0, "{stdout}");
+        let java = table(&stdout, "Top Java methods");
+        assert!(
+            java.iter().any(|r| r.1 == "Burner.javaBurn" && r.0 > 30.0),
+            "{stdout}"
+        );
+        check_outputs(&jdk, &recording, &stdout, "level3");
+    }
+}
+
+#[test]
+fn record_with_java_from_java_home() {
+    let Some(jdk) = oracle_jdks().into_iter().next() else {
+        return;
+    };
+    let dir = out_dir("javahome");
+    let recording = dir.join("jh.jfr");
+    let out = jfrnative()
+        .env("JAVA_HOME", &jdk.home)
+        .env("PATH", "/nonexistent")
+        .args(["record", "-o"])
+        .arg(&recording)
+        .arg("java")
+        .args(burner_args(1.0))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(reported_samples(&stdout) > 0);
+}
+
+fn wait_for(what: &str, timeout: Duration, mut ready: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn status_samples(recording: &Path) -> u64 {
+    std::fs::read_to_string(format!("{}.status", recording.display()))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("samples=").and_then(|n| n.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn ctrl_c_stops_a_recording_and_still_reports() {
+    let Some(jdk) = oracle_jdks().into_iter().next() else {
+        return;
+    };
+    let dir = out_dir("ctrlc");
+    let recording = dir.join("int.jfr");
+    // Its own process group, as a shell gives a foreground job: Ctrl-C signals the group.
+    let child = jfrnative()
+        .args(["record", "-o"])
+        .arg(&recording)
+        .arg("--")
+        .arg(java_of(&jdk))
+        .args(burner_args(60.0))
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let group = child.id();
+    wait_for(
+        "samples in the status file",
+        Duration::from_secs(30),
+        || status_samples(&recording) >= 100,
+    );
+    run(Command::new("kill").args(["-INT", "--", &format!("-{group}")])).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    // Java exits with 128 + SIGINT; the recording and the report are complete anyway.
+    assert_eq!(out.status.code(), Some(130), "{stdout}\n{stderr}");
+    check_outputs(&jdk, &recording, &stdout, "level3");
+}
+
+fn start_jvm(jdk: &Jdk, jvm_args: &[&str], seconds: f64) -> Child {
+    let mut child = Command::new(jdk.tool("java"))
+        .args(jvm_args)
+        .args(burner_args(seconds))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Attach needs the JVM past its start-up; Burner's threads run by then.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(child.try_wait().unwrap().is_none(), "the JVM exited early");
+    child
+}
+
+#[test]
+fn attach_records_a_running_jvm_twice_and_leaves_it_running() {
+    for jdk in oracle_jdks() {
+        let dir = out_dir(&format!("attach{}", jdk.major));
+        let mut jvm = start_jvm(&jdk, &[], 60.0);
+        let pid = jvm.id().to_string();
+        for round in 0..2 {
+            let recording = dir.join(format!("att{round}.jfr"));
+            let out = jfrnative()
+                .args(["attach", &pid, "-d", "2s", "-o"])
+                .arg(&recording)
+                .output()
+                .unwrap();
+            let (stdout, stderr) = text(&out);
+            assert!(out.status.success(), "{}: {stdout}\n{stderr}", jdk.name());
+            check_outputs(&jdk, &recording, &stdout, "level3");
+            assert!(jvm.try_wait().unwrap().is_none(), "the JVM keeps running");
+        }
+        jvm.kill().unwrap();
+        let _ = jvm.wait();
+    }
+}
+
+#[test]
+fn demo_shows_c_zlib_and_libc_hot_paths() {
+    let Some(jdk) = oracle_jdks()
+        .into_iter()
+        .find(|j| javac_for(j).is_some_and(|c| c.starts_with(&j.home)))
+    else {
+        return;
+    };
+    let dir = out_dir("demo");
+    let out = jfrnative()
+        .env("JAVA_HOME", &jdk.home)
+        .args(["demo", "-d", "3s", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let native = table(&stdout, "Top native functions");
+    let share = |pred: &dyn Fn(&str) -> bool| -> f64 {
+        native.iter().filter(|r| pred(&r.1)).map(|r| r.0).sum()
+    };
+    // Four threads share two cores: each hot path takes about a quarter of the CPU.
+    let c = share(&|n| n.starts_with("mix [libjfrnative_demo.so]"));
+    let zlib = share(&|n| n.contains("libz.so"));
+    let libc = share(&|n| n.contains("[libc.so.6]"));
+    assert!(c > 10.0, "our C: {c}%\n{stdout}");
+    assert!(zlib > 10.0, "zlib: {zlib}%\n{stdout}");
+    assert!(libc > 5.0, "libc: {libc}%\n{stdout}");
+    assert!(stdout.contains("JDK Mission Control"), "{stdout}");
+    check_outputs(&jdk, &dir.join("demo.jfr"), &stdout, "mix");
+    // A second run reuses the build.
+    let stamp = dir.join("build/built-with");
+    let built = std::fs::metadata(&stamp).unwrap().modified().unwrap();
+    let again = jfrnative()
+        .env("JAVA_HOME", &jdk.home)
+        .args(["demo", "-d", "1s", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", text(&again).1);
+    assert_eq!(
+        std::fs::metadata(&stamp).unwrap().modified().unwrap(),
+        built
+    );
+}
+
+/// Runs `jfrnative ARGS` and expects exit code 1 with `message` on stderr.
+fn fails_with(cmd: &mut Command, message: &str) {
+    let out = cmd.output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{cmd:?}: {stdout}\n{stderr}");
+    assert!(
+        stderr.contains(&format!("jfrnative: {message}")),
+        "{cmd:?}: expected '{message}' in:\n{stderr}"
+    );
+}
+
+#[test]
+fn every_error_names_what_to_do() {
+    let jdk = oracle_jdks().into_iter().next();
+    let dir = out_dir("errors");
+    let out = dir.join("e.jfr");
+    let out = out.to_str().unwrap();
+    fails_with(
+        jfrnative()
+            .env("JAVA_HOME", "/nonexistent")
+            .args(["record", "-o", out, "--", "java", "-version"]),
+        "JAVA_HOME is /nonexistent but it has no bin/java",
+    );
+    fails_with(
+        jfrnative()
+            .env_remove("JAVA_HOME")
+            .env("PATH", "/nonexistent")
+            .args(["record", "-o", out, "--", "java", "-version"]),
+        "no JDK found",
+    );
+    fails_with(
+        jfrnative().args(["record", "-o", out, "--", "python3", "-c", "1"]),
+        "the command must start with java",
+    );
+    fails_with(
+        jfrnative().args([
+            "record",
+            "--agent",
+            "/nonexistent/libjfrnative.so",
+            "--",
+            "java",
+        ]),
+        "agent library not found: /nonexistent/libjfrnative.so",
+    );
+    // A CLI without the agent next to it.
+    let lonely = dir.join("lonely");
+    std::fs::create_dir_all(&lonely).unwrap();
+    std::fs::copy(tool_binary("jfrnative"), lonely.join("jfrnative")).unwrap();
+    fails_with(
+        Command::new(lonely.join("jfrnative")).args(["record", "--", "java"]),
+        &format!(
+            "agent library not found: {}",
+            lonely.join("libjfrnative.so").display()
+        ),
+    );
+    fails_with(
+        jfrnative().args(["record", "-o", "/nonexistent/dir/x.jfr", "--", "java"]),
+        "cannot write /nonexistent/dir/x.jfr",
+    );
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    fails_with(
+        jfrnative().args(["attach", &sleeper.id().to_string(), "-o", out]),
+        &format!("process {} is not a HotSpot JVM", sleeper.id()),
+    );
+    sleeper.kill().unwrap();
+    let _ = sleeper.wait();
+    fails_with(
+        jfrnative().args(["attach", &sleeper.id().to_string(), "-o", out]),
+        &format!("no process {} is running", sleeper.id()),
+    );
+    let Some(jdk) = jdk else {
+        return;
+    };
+    // A JRE-like JAVA_HOME: java but no javac.
+    let jre = dir.join("jre");
+    std::fs::create_dir_all(jre.join("bin")).unwrap();
+    let _ = std::os::unix::fs::symlink(jdk.tool("java"), jre.join("bin/java"));
+    fails_with(
+        jfrnative()
+            .env("JAVA_HOME", &jre)
+            .args(["demo", "--dir"])
+            .arg(dir.join("demo")),
+        &format!(
+            "the demo compiles Java, and {} has no bin/javac (a JRE, not a JDK)",
+            jre.display()
+        ),
+    );
+    fails_with(
+        jfrnative()
+            .args(["record", "-i", "fast", "-o", out, "--"])
+            .arg(java_of(&jdk))
+            .args(burner_args(1.0)),
+        "bad agent option 'interval'",
+    );
+    let mut closed = start_jvm(&jdk, &["-XX:+DisableAttachMechanism"], 60.0);
+    fails_with(
+        jfrnative().args([
+            "attach",
+            &closed.id().to_string(),
+            "--attach-timeout",
+            "2s",
+            "-o",
+            out,
+        ]),
+        &format!(
+            "the JVM {} did not open its attach socket within 2 s",
+            closed.id()
+        ),
+    );
+    closed.kill().unwrap();
+    let _ = closed.wait();
+    let mut jvm = start_jvm(&jdk, &[], 60.0);
+    fails_with(
+        jfrnative().args(["attach", &jvm.id().to_string(), "-i", "fast", "-o", out]),
+        "bad agent option 'interval'",
+    );
+    assert!(jvm.try_wait().unwrap().is_none(), "the JVM keeps running");
+    jvm.kill().unwrap();
+    let _ = jvm.wait();
+}
