@@ -11,7 +11,7 @@ use crate::jvmti::{JObject, Jni, JniEnv, Jvmti, JvmtiEnvPtr, JvmtiEventCallbacks
 use crate::options::{self, Command, Options};
 use crate::os::{self, ThreadTimer};
 use crate::signal::{self, RECORDING};
-use crate::slots::{Slot, SLOTS};
+use crate::slots::{Slot, FREE, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
 use crate::stats::STATS;
 use crate::status::{self, State};
 use crate::{agct, ffi_guard};
@@ -417,7 +417,7 @@ fn arm_thread(agent: &'static Agent, tid: i32, env: JniEnv, name: String, java_i
     let mut reused = None;
     for &slot in slots
         .iter()
-        .filter(|s| s.tid == tid && !s.ended.load(Ordering::Acquire))
+        .filter(|s| s.tid() == tid && !s.ended.load(Ordering::Acquire))
     {
         if reused.is_none() && slot.fits(o.depth, o.native_depth) {
             slot.dropped.store(0, Ordering::Relaxed);
@@ -427,14 +427,28 @@ fn arm_thread(agent: &'static Agent, tid: i32, env: JniEnv, name: String, java_i
         }
     }
     let slot = reused.unwrap_or_else(|| {
-        let slot: &'static Slot = Box::leak(Box::new(Slot::new(
-            tid,
-            env,
-            name,
-            java_id,
-            o.depth,
-            o.native_depth,
-        )));
+        let free = FREE.lock().ok().and_then(|mut free| {
+            let at = free.iter().position(|s| s.fits(o.depth, o.native_depth))?;
+            Some(free.swap_remove(at))
+        });
+        let slot: &'static Slot = match free {
+            Some(slot) => {
+                slot.reuse(tid, env, name, java_id);
+                SLOTS_REUSED.fetch_add(1, Ordering::Relaxed);
+                slot
+            }
+            None => {
+                SLOTS_CREATED.fetch_add(1, Ordering::Relaxed);
+                Box::leak(Box::new(Slot::new(
+                    tid,
+                    env,
+                    name,
+                    java_id,
+                    o.depth,
+                    o.native_depth,
+                )))
+            }
+        };
         slots.push(slot);
         slot
     });
@@ -457,7 +471,7 @@ fn unregister_current_thread() {
     let slots: Vec<&'static Slot> = SLOTS.lock().map(|s| s.clone()).unwrap_or_default();
     for slot in slots
         .iter()
-        .filter(|s| s.tid == tid && !s.ended.load(Ordering::Acquire))
+        .filter(|s| s.tid() == tid && !s.ended.load(Ordering::Acquire))
     {
         slot.disarm();
         slot.ended.store(true, Ordering::Release);

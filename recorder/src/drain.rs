@@ -17,7 +17,7 @@ use crate::methods::Methods;
 use crate::options::Options;
 use crate::os;
 use crate::signal::unpack_meta;
-use crate::slots::{Slot, RECORD_HEADER_WORDS, SLOTS};
+use crate::slots::{Slot, FREE, RECORD_HEADER_WORDS, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
 use crate::stats::{self, STATS};
 use crate::status::{self, State};
 
@@ -94,6 +94,7 @@ pub struct Drain {
     jvmti: Jvmti,
     options: Options,
     methods: Methods,
+    /// By slot address (forgotten when the slot is freed for another thread).
     threads: HashMap<usize, ThreadState>,
     map: &'static CodeMap,
     map_generation: u64,
@@ -237,12 +238,13 @@ impl Drain {
         if let Some(t) = self.threads.get(&key) {
             return t.thread;
         }
-        let name: Box<str> = slot.name.as_str().into();
+        let identity = slot.identity();
+        let name: Box<str> = identity.name.as_str().into();
         let thread = self.rec.thread(Thread {
             os_name: Some(name.clone()),
-            os_thread_id: i64::from(slot.tid),
+            os_thread_id: i64::from(slot.tid()),
             java_name: Some(name),
-            java_thread_id: slot.java_id,
+            java_thread_id: identity.java_id,
             group: None,
             is_virtual: false,
         });
@@ -256,10 +258,14 @@ impl Drain {
         thread
     }
 
-    /// Empties every ring.
+    /// Empties every ring, then recycles the slots of threads that are gone.
     pub fn drain_all(&mut self) {
         let slots: Vec<&'static Slot> = SLOTS.lock().map(|s| s.clone()).unwrap_or_default();
+        let mut gone: Vec<&'static Slot> = Vec::new();
         for slot in slots {
+            // Read before draining: if the task is gone now, nothing can be pushed after the
+            // drain below.
+            let dead = slot.ended.load(Ordering::Acquire) && !os::thread_exists(slot.tid());
             let thread = self.thread_id(slot);
             let mut record = std::mem::take(&mut self.record);
             while slot.ring.pop(&mut record) {
@@ -280,6 +286,18 @@ impl Drain {
                         reason: "sample buffer full",
                     });
                 }
+            }
+            if dead {
+                self.threads.remove(&(slot as *const Slot as usize));
+                gone.push(slot);
+            }
+        }
+        if !gone.is_empty() {
+            if let Ok(mut slots) = SLOTS.lock() {
+                slots.retain(|s| !gone.iter().any(|g| std::ptr::eq(*s, *g)));
+            }
+            if let Ok(mut free) = FREE.lock() {
+                free.extend(gone);
             }
         }
     }
@@ -400,12 +418,14 @@ impl Drain {
 pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
     let mut text = format!(
         "jfr-native: wrote {file}: {} samples ({:.1} CPU-s) in {chunks} chunks; lost {} (sample buffer full); \
-         Java stack failed {}; native stack truncated {}",
+         Java stack failed {}; native stack truncated {}; thread slots created {}, reused {}",
         s.samples,
         s.cpu_ns as f64 / 1e9,
         s.lost,
         s.failed,
         STATS.native_truncated.load(Ordering::Relaxed),
+        SLOTS_CREATED.load(Ordering::Relaxed),
+        SLOTS_REUSED.load(Ordering::Relaxed),
     );
     for (i, c) in STATS.agct_errors.iter().enumerate() {
         let n = c.load(Ordering::Relaxed);

@@ -190,3 +190,9 @@ pub fn loaded_objects_generation() -> u64 {
     unsafe { libc::dl_iterate_phdr(Some(first), (&mut generation as *mut u64).cast()) };
     generation
 }
+
+/// Whether the kernel task `tid` of this process still exists (`/proc/self/task/TID`). Once it
+/// is gone, no signal handler can run on it and no signal can be delivered to it.
+pub fn thread_exists(tid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
+}

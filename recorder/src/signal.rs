@@ -62,7 +62,7 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
         stats::inc(&STATS.after_stop);
         return;
     }
-    if slot.tid != os::gettid() {
+    if slot.tid() != os::gettid() {
         stats::inc(&STATS.wrong_thread);
         return;
     }
@@ -83,7 +83,7 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
     };
     // SAFETY: on the interrupted thread, with its JNIEnv, after ClassLoad was enabled and
     // methods primed (the agent arms timers only after that).
-    let agct_code = unsafe { agct::call(slot.env, &mut scratch.frames, uc) };
+    let agct_code = unsafe { agct::call(slot.env(), &mut scratch.frames, uc) };
     let java_count = usize::try_from(agct_code).unwrap_or(0);
     let pcs = scratch.pcs.get(..native_count).unwrap_or_default();
     let frames = scratch.frames.get(..java_count).unwrap_or_default();

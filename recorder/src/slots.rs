@@ -2,10 +2,15 @@
 //! walks into, and its timer. Slots are allocated outside the handler and never freed: the timer
 //! carries a pointer to its slot in `si_value`, and a signal may still be pending after the
 //! thread ends, so the pointer must stay valid for the life of the process.
+//!
+//! A slot is recycled for a new thread once its thread has ended, its kernel task is gone (no
+//! handler can run on it any more, no signal can be delivered to it) and its ring is drained
+//! ([`FREE`]); the drain forgets the old thread's state before freeing the slot. A late signal
+//! from the old timer cannot arrive: the timer is deleted and the thread it targeted is gone.
 
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::agct::CallFrame;
@@ -24,16 +29,22 @@ pub struct Scratch {
     pub frames: Box<[CallFrame]>,
 }
 
-/// A sampled thread.
-pub struct Slot {
-    /// Kernel thread id.
-    pub tid: i32,
-    /// The thread's JNIEnv, for AsyncGetCallTrace.
-    pub env: JniEnv,
+/// Who a slot belongs to, for the drain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
     /// Java thread name.
     pub name: String,
     /// Java thread id (`Thread.getId()`), 0 if unknown.
     pub java_id: i64,
+}
+
+/// A sampled thread.
+pub struct Slot {
+    /// Kernel thread id.
+    tid: AtomicI32,
+    /// The thread's JNIEnv, for AsyncGetCallTrace.
+    env: AtomicPtr<*const crate::jvmti::sys::JniNativeInterface>,
+    identity: Mutex<Identity>,
     /// Records from the handler to the drain thread.
     pub ring: Ring,
     /// Samples dropped because `ring` was full.
@@ -71,10 +82,9 @@ impl Slot {
             method_id: std::ptr::null_mut(),
         };
         Slot {
-            tid,
-            env,
-            name,
-            java_id,
+            tid: AtomicI32::new(tid),
+            env: AtomicPtr::new(env),
+            identity: Mutex::new(Identity { name, java_id }),
             ring: Ring::new((4 * max_record).max(16 * 1024)),
             dropped: AtomicU64::new(0),
             ended: AtomicBool::new(false),
@@ -86,6 +96,38 @@ impl Slot {
                 frames: vec![frame; depth].into(),
             }),
         }
+    }
+
+    /// The kernel thread id of the thread that owns the slot.
+    #[inline]
+    pub fn tid(&self) -> i32 {
+        self.tid.load(Ordering::Acquire)
+    }
+
+    /// The owning thread's JNIEnv.
+    #[inline]
+    pub fn env(&self) -> JniEnv {
+        self.env.load(Ordering::Acquire)
+    }
+
+    /// The owning thread's Java identity.
+    pub fn identity(&self) -> Identity {
+        self.identity.lock().map(|i| i.clone()).unwrap_or(Identity {
+            name: String::new(),
+            java_id: 0,
+        })
+    }
+
+    /// Gives a free slot to thread `tid`. The caller took it from [`FREE`], so its previous
+    /// thread is gone, its timer deleted and its ring empty.
+    pub fn reuse(&self, tid: i32, env: JniEnv, name: String, java_id: i64) {
+        if let Ok(mut i) = self.identity.lock() {
+            *i = Identity { name, java_id };
+        }
+        self.env.store(env, Ordering::Release);
+        self.tid.store(tid, Ordering::Release);
+        self.dropped.store(0, Ordering::Relaxed);
+        self.ended.store(false, Ordering::Release);
     }
 
     /// Whether the slot was made for `depth` Java and `native_depth` native frames.
@@ -126,5 +168,14 @@ impl Slot {
     }
 }
 
-/// Every slot ever created (for the drain thread and ThreadEnd; never touched by the handler).
+/// The slots of threads that may still be sampled or drained (for the drain thread and
+/// ThreadEnd; never touched by the handler).
 pub static SLOTS: Mutex<Vec<&'static Slot>> = Mutex::new(Vec::new());
+
+/// Slots whose thread is gone and whose ring is drained, ready for new threads.
+pub static FREE: Mutex<Vec<&'static Slot>> = Mutex::new(Vec::new());
+
+/// Slots allocated and slots reused, for the summary.
+pub static SLOTS_CREATED: AtomicU64 = AtomicU64::new(0);
+/// See [`SLOTS_CREATED`].
+pub static SLOTS_REUSED: AtomicU64 = AtomicU64::new(0);

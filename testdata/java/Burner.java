@@ -3,7 +3,9 @@ import java.lang.management.ThreadMXBean;
 
 /**
  * Test workload: named threads burn known amounts of CPU time, either in the JNI library's
- * native chain (mode "native") or in pure Java (mode "java"). Prints one line per thread:
+ * native chain (mode "native") or in pure Java (mode "java"); mode "churn" runs short-lived
+ * threads one after the other instead, each burning 20 ms, named NAME-n-I (native) and
+ * NAME-j-I (Java) in turn. Prints one line per thread:
  * "CPU <name> <tid-unknown> <cpu-ns>" with the thread's CPU time from ThreadMXBean.
  * Usage: java -Djava.library.path=DIR Burner SECONDS name:mode[,name:mode...]
  */
@@ -31,6 +33,22 @@ public class Burner {
         }
     }
 
+    static void churn(String name, long totalNs) {
+        long slice = 20_000_000L;
+        for (long i = 0; i * slice < totalNs; i++) {
+            final boolean nat = i % 2 == 0;
+            Thread t = new Thread(() -> {
+                if (nat) nativeLoop(slice); else javaBurn(slice);
+            }, name + (nat ? "-n-" : "-j-") + i);
+            t.start();
+            try {
+                t.join();
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         System.loadLibrary("burner");
         long ns = (long) (Double.parseDouble(args[0]) * 1e9);
@@ -42,8 +60,10 @@ public class Burner {
             String[] s = specs[i].split(":");
             final int k = i;
             final boolean nat = s[1].equals("native");
+            final boolean churn = s[1].equals("churn");
+            final String name = s[0];
             threads[i] = new Thread(() -> {
-                if (nat) nativeLoop(ns); else javaBurn(ns);
+                if (churn) churn(name, ns); else if (nat) nativeLoop(ns); else javaBurn(ns);
                 cpu[k] = mx.getCurrentThreadCpuTime();
             }, s[0]);
         }

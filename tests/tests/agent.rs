@@ -446,3 +446,84 @@ fn attach_samples_threads_that_already_run() {
         );
     }
 }
+
+/// The `thread slots created N, reused M` figures of the agent's summary.
+fn slot_counts(stderr: &str) -> (u64, u64) {
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("jfr-native: wrote"))
+        .unwrap_or_else(|| panic!("no summary in:\n{stderr}"));
+    let number_after = |key: &str| -> u64 {
+        line.split(key)
+            .nth(1)
+            .and_then(|r| {
+                r.trim_start()
+                    .split(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .and_then(|n| n.parse().ok())
+            })
+            .unwrap_or_else(|| panic!("no '{key}' in {line}"))
+    };
+    (number_after("slots created"), number_after("reused"))
+}
+
+#[test]
+fn slots_of_ended_threads_are_recycled_for_new_threads() {
+    for jdk in oracle_jdks() {
+        let file = out_dir("churn").join(format!("churn{}.jfr", jdk.major));
+        // 3 s of short threads one after the other: about 150 threads, 20 ms of CPU each,
+        // alternating between the native chain (ch-n-I) and Java (ch-j-I).
+        let out = run_workload(
+            &jdk,
+            &format!("file={},interval=10ms", file.display()),
+            &[],
+            3.0,
+            "ch:churn",
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let (created, reused) = slot_counts(&stderr);
+        assert!(
+            created <= 20 && reused >= 120,
+            "{}: created {created}, reused {reused}",
+            jdk.name()
+        );
+        // A recycled slot reports its new thread: every sample of a native-mode thread is in
+        // the native chain, every sample of a Java-mode thread in javaBurn, and each thread
+        // name keeps one tid.
+        let reading = jfr_json(&jdk, &file).unwrap();
+        let mut tids: std::collections::BTreeMap<&str, std::collections::BTreeSet<i64>> =
+            Default::default();
+        let (mut native, mut java) = (0, 0);
+        for s in &reading.samples {
+            let in_java = |m: &str| s.java.iter().any(|f| f.starts_with(m));
+            if s.thread.starts_with("ch-n-") {
+                native += 1;
+                assert!(
+                    s.failed || in_java("Burner.nativeLoop"),
+                    "{}: {s:?}",
+                    jdk.name()
+                );
+            } else if s.thread.starts_with("ch-j-") {
+                java += 1;
+                assert!(
+                    s.failed || in_java("Burner.javaBurn"),
+                    "{}: {s:?}",
+                    jdk.name()
+                );
+                assert!(!in_java("Burner.nativeLoop"), "{}: {s:?}", jdk.name());
+            } else {
+                continue;
+            }
+            tids.entry(&s.thread).or_default().insert(s.tid);
+        }
+        assert!(
+            native >= 30 && java >= 30,
+            "{native} native, {java} Java samples"
+        );
+        assert!(tids.len() >= 50, "{} threads with samples", tids.len());
+        assert!(
+            tids.values().all(|t| t.len() == 1),
+            "a thread name with several tids: {tids:?}"
+        );
+    }
+}

@@ -3,14 +3,26 @@
 //! median ratios of process CPU time and wall time, samples per CPU-second, lost samples, file
 //! bytes per sample, and the agent's start-up CPU cost (same runs with no work).
 //!
+//! `--profiler jdk` measures JDK 25's own CPU-time sampler the same way instead (a JFR
+//! recording with only `jdk.CPUTimeSample`, throttle = the interval), for comparison.
+//!
 //! `cargo run --release -p tools --bin jfrnative-overhead -- --interval 10ms --runs 5`
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use nix::sys::resource::{getrusage, UsageWho};
+
+/// What is measured against the plain run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Profiler {
+    /// The jfr-native agent.
+    Agent,
+    /// JDK 25's built-in `jdk.CPUTimeSample` (JFR with only that event).
+    Jdk,
+}
 
 #[derive(Parser)]
 #[command(about = "Overhead of the jfr-native agent on a CPU-bound Java workload")]
@@ -27,6 +39,9 @@ struct Args {
     /// Pairs of runs (each pair: one with, one without the agent; order alternates).
     #[arg(long, default_value_t = 5)]
     runs: usize,
+    /// The profiler to measure.
+    #[arg(long, value_enum, default_value = "agent")]
+    profiler: Profiler,
     /// Work rounds per thread (about 9 ms of CPU each here: 400 is about 3.5 CPU-s per run).
     #[arg(long, default_value_t = 400)]
     rounds: u32,
@@ -75,20 +90,82 @@ fn summary_number(stderr: &str, before: Option<&str>, after: Option<&str>) -> u6
         .unwrap_or(0)
 }
 
+/// How a profiled run is started.
+#[derive(Clone, Copy)]
+enum With<'a> {
+    /// `-agentpath:LIB=file=...,interval=...`.
+    Agent(&'a Path, &'a str),
+    /// `-XX:StartFlightRecording` with the given settings file.
+    Jdk(&'a Path),
+}
+
+/// A JFR settings file with only the JDK's CPU-time sampler, at `throttle`.
+fn jdk_settings(interval: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<configuration version=\"2.0\" label=\"CPU time only\">\n\
+         <event name=\"jdk.CPUTimeSample\"><setting name=\"enabled\">true</setting>\
+         <setting name=\"throttle\">{interval}</setting></event>\n\
+         <event name=\"jdk.CPUTimeSamplesLost\"><setting name=\"enabled\">true</setting></event>\n\
+         </configuration>\n"
+    )
+}
+
+/// Samples and lost samples of a JDK recording, read with the JDK's `jfr print --json`.
+fn jdk_counts(java: &Path, file: &Path) -> (u64, u64) {
+    let out = Command::new(java.with_file_name("jfr"))
+        .args([
+            "print",
+            "--json",
+            "--stack-depth",
+            "1",
+            "--events",
+            "jdk.CPUTimeSample,jdk.CPUTimeSamplesLost",
+        ])
+        .arg(file)
+        .output();
+    let Ok(out) = out else {
+        return (0, 0);
+    };
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let events = json["recording"]["events"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let samples = events
+        .iter()
+        .filter(|e| e["type"] == "jdk.CPUTimeSample")
+        .count() as u64;
+    let lost = events
+        .iter()
+        .filter_map(|e| e["values"]["lostSamples"].as_u64())
+        .sum();
+    (samples, lost)
+}
+
 fn run_once(
     java: &Path,
     classes: &Path,
-    agent: Option<(&Path, &str)>,
+    with: Option<With>,
     rounds: u32,
     file: &Path,
 ) -> Result<Run, String> {
     let mut cmd = Command::new(java);
-    if let Some((lib, interval)) = agent {
-        cmd.arg(format!(
-            "-agentpath:{}=file={},interval={interval}",
-            lib.display(),
-            file.display()
-        ));
+    match with {
+        Some(With::Agent(lib, interval)) => {
+            cmd.arg(format!(
+                "-agentpath:{}=file={},interval={interval}",
+                lib.display(),
+                file.display()
+            ));
+        }
+        Some(With::Jdk(settings)) => {
+            cmd.arg(format!(
+                "-XX:StartFlightRecording:settings={},filename={}",
+                settings.display(),
+                file.display()
+            ));
+        }
+        None => {}
     }
     cmd.arg("-cp")
         .arg(classes)
@@ -107,14 +184,18 @@ fn run_once(
         ));
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let (samples, lost, file_bytes) = if agent.is_some() {
-        (
+    let file_bytes = || std::fs::metadata(file).map_or(0, |m| m.len());
+    let (samples, lost, file_bytes) = match with {
+        Some(With::Agent(..)) => (
             summary_number(&stderr, Some("samples"), None),
             summary_number(&stderr, None, Some("lost")),
-            std::fs::metadata(file).map_or(0, |m| m.len()),
-        )
-    } else {
-        (0, 0, 0)
+            file_bytes(),
+        ),
+        Some(With::Jdk(_)) => {
+            let (samples, lost) = jdk_counts(java, file);
+            (samples, lost, file_bytes())
+        }
+        None => (0, 0, 0),
     };
     Ok(Run {
         cpu,
@@ -168,7 +249,12 @@ fn run(args: Args) -> Result<(), String> {
         ));
     }
     let file = dir.join("overhead.jfr");
-    let with_agent = Some((agent.as_path(), args.interval.as_str()));
+    let settings = dir.join("cpu-time-only.jfc");
+    std::fs::write(&settings, jdk_settings(&args.interval)).map_err(|e| e.to_string())?;
+    let with_agent = Some(match args.profiler {
+        Profiler::Agent => With::Agent(agent.as_path(), args.interval.as_str()),
+        Profiler::Jdk => With::Jdk(settings.as_path()),
+    });
 
     let (mut cpu_ratio, mut wall_ratio, mut per_cpu_s, mut bytes_per_sample, mut startup_ms) =
         (vec![], vec![], vec![], vec![], vec![]);
@@ -203,7 +289,11 @@ fn run(args: Args) -> Result<(), String> {
         );
     }
     println!(
-        "jfr-native overhead, interval={}, {} interleaved pairs, {}",
+        "{} overhead, interval={}, {} interleaved pairs, {}",
+        match args.profiler {
+            Profiler::Agent => "jfr-native",
+            Profiler::Jdk => "JDK jdk.CPUTimeSample",
+        },
         args.interval,
         args.runs,
         java_home.display()
