@@ -69,7 +69,7 @@ impl Outputs {
     }
 }
 
-/// What [`write`] found.
+/// What [`write()`] found.
 #[derive(Debug)]
 pub struct Summary {
     /// The short report for the terminal.
