@@ -48,3 +48,38 @@ mod tests {
         assert_eq!(c.epoch_nanos(i64::MAX), i64::MAX);
     }
 }
+
+/// `YYYYMMDD-HHMMSS` (UTC) of `epoch_secs` seconds since 1970-01-01: the `%t` of file names.
+pub fn utc_timestamp(epoch_secs: i64) -> String {
+    let (days, rem) = (epoch_secs.div_euclid(86_400), epoch_secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod timestamp_tests {
+    use super::utc_timestamp;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(utc_timestamp(0), "19700101-000000");
+        // 2000-02-29 12:34:56 UTC (a leap day of a century leap year).
+        assert_eq!(utc_timestamp(951_827_696), "20000229-123456");
+        // 2026-11-22 00:00:00 UTC.
+        assert_eq!(utc_timestamp(1_795_305_600), "20261122-000000");
+    }
+}

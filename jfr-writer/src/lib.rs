@@ -69,7 +69,7 @@ mod pool;
 mod recording;
 pub mod types;
 
-pub use clock::Clock;
+pub use clock::{utc_timestamp, Clock};
 pub use constants::{Class, ClassLoader, Frame, Method, Module, Package, Thread, ThreadGroup};
 pub use error::{Error, Result};
 pub use events::*;

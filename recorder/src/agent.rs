@@ -33,24 +33,7 @@ static LIFECYCLE: Mutex<()> = Mutex::new(());
 static DRAIN_TID: AtomicI32 = AtomicI32::new(0);
 
 fn timestamp() -> String {
-    let secs = os::realtime_ns() / 1_000_000_000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm), UTC.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}{month:02}{day:02}-{:02}{:02}{:02}",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    jfr_writer::utc_timestamp(os::realtime_ns() / 1_000_000_000)
 }
 
 /// Agent_OnLoad / Agent_OnAttach: everything that can fail with a message for the user. The

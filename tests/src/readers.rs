@@ -57,6 +57,27 @@ pub fn run(cmd: &mut Command) -> Result<String, String> {
 
 // ---------------------------------------------------------------- jfr print --json
 
+/// The `jdk.CPUTimeSample` events of `path` as `jfr print --json` of `jdk` shows them, with
+/// stacks up to 64 frames.
+pub fn cpu_sample_events(jdk: &Jdk, path: &Path) -> Result<Vec<Value>, String> {
+    let text = run(Command::new(jdk.tool("jfr"))
+        .args([
+            "print",
+            "--json",
+            "--stack-depth",
+            "64",
+            "--events",
+            "jdk.CPUTimeSample",
+        ])
+        .arg(path))?;
+    let mut json: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("invalid JSON from {}: {e}", jdk.name()))?;
+    match json["recording"]["events"].take() {
+        Value::Array(events) => Ok(events),
+        _ => Err("no recording.events array".into()),
+    }
+}
+
 /// Reads `path` with `jfr print --json` of `jdk`.
 pub fn jfr_json(jdk: &Jdk, path: &Path) -> Result<Reading, String> {
     // `jfr print` keeps only the top 5 frames of a stack unless told otherwise.

@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use tests::jdk::{javac_for, oracle_jdks, Jdk};
-use tests::readers::{jfr_json, run};
+use tests::readers::{cpu_sample_events, jfr_json, run};
 use tests::workload::{agent_library, tool_binary, workload_dir};
 
 fn out_dir(test: &str) -> PathBuf {
@@ -81,19 +80,7 @@ fn check_outputs(jdk: &Jdk, recording: &Path, stdout: &str, leaf: &str) {
     let stem = recording.with_extension("");
     let with = |suffix: &str| PathBuf::from(format!("{}{suffix}", stem.display()));
     let symbolized = with(".symbolized.jfr");
-    let json = run(Command::new(jdk.tool("jfr"))
-        .args([
-            "print",
-            "--json",
-            "--stack-depth",
-            "64",
-            "--events",
-            "jdk.CPUTimeSample",
-        ])
-        .arg(&symbolized))
-    .unwrap();
-    let json: Value = serde_json::from_str(&json).unwrap();
-    let events = json["recording"]["events"].as_array().unwrap();
+    let events = cpu_sample_events(jdk, &symbolized).unwrap();
     assert_eq!(events.len() as u64, samples);
     let native_leaf = events
         .iter()

@@ -113,24 +113,8 @@ fn main() -> ExitCode {
 fn default_name(prefix: &str) -> PathBuf {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rem) = (now / 86_400, now % 86_400);
-    // Days since 1970-01-01 to a civil date (UTC), Howard Hinnant's algorithm.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    PathBuf::from(format!(
-        "{prefix}-{year:04}{month:02}{day:02}-{:02}{:02}{:02}.jfr",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    ))
+        .map_or(0, |d| d.as_secs() as i64);
+    PathBuf::from(format!("{prefix}-{}.jfr", jfr_writer::utc_timestamp(now)))
 }
 
 /// Runs `java` with the agent and follows it; returns the JVM's exit status.
