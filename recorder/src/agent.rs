@@ -279,9 +279,19 @@ fn arm_existing_threads(agent: &'static Agent) {
     }
 }
 
-/// Primes jmethodIDs, enables the events AsyncGetCallTrace needs, starts the writer, and arms
-/// the calling thread if it is a Java thread (`this_thread`). The caller holds `LIFECYCLE`.
+/// Starts the recording configured in `agent.options` (see [`try_start`]); if it cannot start,
+/// no recording is configured any more. The caller holds `LIFECYCLE`.
 fn start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> Result<(), String> {
+    let started = try_start(agent, this_thread);
+    if started.is_err() {
+        set_options(agent, None);
+    }
+    started
+}
+
+/// Primes jmethodIDs, enables the events AsyncGetCallTrace needs, starts the writer, and arms
+/// the calling thread if it is a Java thread (`this_thread`).
+fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> Result<(), String> {
     let options = current_options(agent).ok_or("jfr-native: no recording options")?;
     // AsyncGetCallTrace returns -1 for every sample unless ClassLoad is enabled, and null method
     // ids unless jmethodIDs exist: create them for every loaded class now, new ones on prepare.
@@ -312,7 +322,6 @@ fn start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> Resul
         .unwrap_or_else(|_| Err("jfr-native: the writer thread died".into()));
     if let Err(e) = ready {
         let _ = handle.join();
-        set_options(agent, None);
         return Err(e);
     }
     if let Ok(mut d) = agent.drain.lock() {

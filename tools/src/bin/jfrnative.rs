@@ -185,7 +185,6 @@ fn process_alive(pid: u32) -> bool {
 }
 
 fn attach_command(a: AttachArgs) -> Result<ExitCode, Failure> {
-    attach::check_target(a.pid).map_err(|e| e.to_string())?;
     let output = a
         .output
         .unwrap_or_else(|| default_name(&format!("jfrnative-{}", a.pid)));
