@@ -487,35 +487,41 @@ fn slots_of_ended_threads_are_recycled_for_new_threads() {
             "{}: created {created}, reused {reused}",
             jdk.name()
         );
-        // A recycled slot reports its new thread: every sample of a native-mode thread is in
-        // the native chain, every sample of a Java-mode thread in javaBurn, and each thread
-        // name keeps one tid.
+        // A recycled slot reports its new thread: no sample of a native-mode thread is in
+        // javaBurn and none of a Java-mode thread in the native chain; nearly all are in their
+        // own mode's code (a few land in thread start-up or exit); each name keeps one tid.
         let reading = jfr_json(&jdk, &file).unwrap();
         let mut tids: std::collections::BTreeMap<&str, std::collections::BTreeSet<i64>> =
             Default::default();
-        let (mut native, mut java) = (0, 0);
+        let (mut native, mut java, mut native_in_mode, mut java_in_mode) = (0, 0, 0, 0);
         for s in &reading.samples {
             let in_java = |m: &str| s.java.iter().any(|f| f.starts_with(m));
-            if s.thread.starts_with("ch-n-") {
-                native += 1;
-                assert!(
-                    s.failed || in_java("Burner.nativeLoop"),
-                    "{}: {s:?}",
-                    jdk.name()
-                );
-            } else if s.thread.starts_with("ch-j-") {
-                java += 1;
-                assert!(
-                    s.failed || in_java("Burner.javaBurn"),
-                    "{}: {s:?}",
-                    jdk.name()
-                );
-                assert!(!in_java("Burner.nativeLoop"), "{}: {s:?}", jdk.name());
-            } else {
+            let native_mode = s.thread.starts_with("ch-n-");
+            if !native_mode && !s.thread.starts_with("ch-j-") {
                 continue;
+            }
+            let (own, other) = if native_mode {
+                ("Burner.nativeLoop", "Burner.javaBurn")
+            } else {
+                ("Burner.javaBurn", "Burner.nativeLoop")
+            };
+            assert!(!in_java(other), "{}: {s:?}", jdk.name());
+            let in_mode = u32::from(s.failed || in_java(own));
+            if native_mode {
+                native += 1;
+                native_in_mode += in_mode;
+            } else {
+                java += 1;
+                java_in_mode += in_mode;
             }
             tids.entry(&s.thread).or_default().insert(s.tid);
         }
+        assert!(
+            native_in_mode * 10 >= native * 9 && java_in_mode * 10 >= java * 9,
+            "{}: in their mode's code: {native_in_mode} of {native} native, {java_in_mode} of \
+             {java} Java samples",
+            jdk.name()
+        );
         assert!(
             native >= 30 && java >= 30,
             "{native} native, {java} Java samples"
