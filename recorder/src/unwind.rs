@@ -175,6 +175,11 @@ mod tests {
         }
     }
 
+    /// Walks `stack` from the registers `pc`, `sp`, `fp` with the `Layout` code map.
+    fn walk(stack: &Stack, pc: u64, sp: u64, fp: u64, out: &mut [u64]) -> (usize, Stop) {
+        walk_fp(Regs { pc, sp, fp }, stack, &Layout, out)
+    }
+
     #[test]
     fn walks_native_frames_up_to_java() {
         let s = stack(&[
@@ -183,16 +188,7 @@ mod tests {
             (0x7300, 0x7400, 0x5010),
         ]);
         let mut out = [0u64; 8];
-        let (n, stop) = walk_fp(
-            Regs {
-                pc: 0x1100,
-                sp: 0x7080,
-                fp: 0x7100,
-            },
-            &s,
-            &Layout,
-            &mut out,
-        );
+        let (n, stop) = walk(&s, 0x1100, 0x7080, 0x7100, &mut out);
         assert_eq!(&out[..n], &[0x1100, 0x1200, 0x1300]);
         assert_eq!(stop, Stop::ReachedJava);
         assert!(!stop.truncated());
@@ -203,16 +199,7 @@ mod tests {
         let s = stack(&[]);
         let mut out = [0u64; 8];
         assert_eq!(
-            walk_fp(
-                Regs {
-                    pc: 0x5000,
-                    sp: 0x7000,
-                    fp: 0x7100
-                },
-                &s,
-                &Layout,
-                &mut out
-            ),
+            walk(&s, 0x5000, 0x7000, 0x7100, &mut out),
             (0, Stop::ReachedJava)
         );
     }
@@ -223,73 +210,20 @@ mod tests {
         // fp outside the bounds (heap pointer in rbp, as in malloc).
         let s = stack(&[]);
         assert_eq!(
-            walk_fp(
-                Regs {
-                    pc: 0x1100,
-                    sp: 0x7000,
-                    fp: 0x55_0000
-                },
-                &s,
-                &Layout,
-                &mut out
-            ),
+            walk(&s, 0x1100, 0x7000, 0x55_0000, &mut out),
             (1, Stop::BadFrame)
         );
         // fp below sp, misaligned, and a loop.
-        assert_eq!(
-            walk_fp(
-                Regs {
-                    pc: 0x1100,
-                    sp: 0x7200,
-                    fp: 0x7100
-                },
-                &s,
-                &Layout,
-                &mut out
-            )
-            .1,
-            Stop::BadFrame
-        );
-        assert_eq!(
-            walk_fp(
-                Regs {
-                    pc: 0x1100,
-                    sp: 0x7000,
-                    fp: 0x7103
-                },
-                &s,
-                &Layout,
-                &mut out
-            )
-            .1,
-            Stop::BadFrame
-        );
+        assert_eq!(walk(&s, 0x1100, 0x7200, 0x7100, &mut out).1, Stop::BadFrame);
+        assert_eq!(walk(&s, 0x1100, 0x7000, 0x7103, &mut out).1, Stop::BadFrame);
         let looped = stack(&[(0x7100, 0x7100, 0x1200)]);
         assert_eq!(
-            walk_fp(
-                Regs {
-                    pc: 0x1100,
-                    sp: 0x7000,
-                    fp: 0x7100
-                },
-                &looped,
-                &Layout,
-                &mut out
-            ),
+            walk(&looped, 0x1100, 0x7000, 0x7100, &mut out),
             (1, Stop::BadFrame)
         );
         // Small integer in rbp (zlib): below sp.
         assert_eq!(
-            walk_fp(
-                Regs {
-                    pc: 0x1100,
-                    sp: 0x7000,
-                    fp: 0x40
-                },
-                &s,
-                &Layout,
-                &mut out
-            ),
+            walk(&s, 0x1100, 0x7000, 0x40, &mut out),
             (1, Stop::BadFrame)
         );
     }
@@ -299,74 +233,26 @@ mod tests {
         let mut out = [0u64; 8];
         let root = stack(&[(0x7100, 0, 0x1200)]);
         assert_eq!(
-            walk_fp(
-                Regs {
-                    pc: 0x1100,
-                    sp: 0x7000,
-                    fp: 0x7100
-                },
-                &root,
-                &Layout,
-                &mut out
-            ),
+            walk(&root, 0x1100, 0x7000, 0x7100, &mut out),
             (2, Stop::EndOfStack)
         );
         assert_eq!(
-            walk_fp(
-                Regs {
-                    pc: 0x1100,
-                    sp: 0x7000,
-                    fp: 0
-                },
-                &root,
-                &Layout,
-                &mut out
-            ),
+            walk(&root, 0x1100, 0x7000, 0, &mut out),
             (1, Stop::EndOfStack)
         );
         let unknown = stack(&[(0x7100, 0x7200, 0x9999)]);
         assert_eq!(
-            walk_fp(
-                Regs {
-                    pc: 0x1100,
-                    sp: 0x7000,
-                    fp: 0x7100
-                },
-                &unknown,
-                &Layout,
-                &mut out
-            ),
+            walk(&unknown, 0x1100, 0x7000, 0x7100, &mut out),
             (1, Stop::UnknownCode)
         );
         let deep: Vec<_> = (0..20)
             .map(|i| (0x7100 + i * 0x10, 0x7110 + i * 0x10, 0x1200 + i))
             .collect();
         let deep = stack(&deep);
-        let (n, stop) = walk_fp(
-            Regs {
-                pc: 0x1100,
-                sp: 0x7000,
-                fp: 0x7100,
-            },
-            &deep,
-            &Layout,
-            &mut out,
-        );
+        let (n, stop) = walk(&deep, 0x1100, 0x7000, 0x7100, &mut out);
         assert_eq!((n, stop), (8, Stop::Depth));
         assert!(stop.truncated());
         let mut none: [u64; 0] = [];
-        assert_eq!(
-            walk_fp(
-                Regs {
-                    pc: 0x1100,
-                    sp: 0,
-                    fp: 0
-                },
-                &deep,
-                &Layout,
-                &mut none
-            ),
-            (0, Stop::Depth)
-        );
+        assert_eq!(walk(&deep, 0x1100, 0, 0, &mut none), (0, Stop::Depth));
     }
 }
