@@ -32,8 +32,7 @@ fn run(command: &mut Command, what: &str, hint: &str) -> Result<(), String> {
 fn c_compiler() -> Result<String, String> {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let found = cc.contains('/')
-        || std::env::var_os("PATH")
-            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(&cc).is_file()));
+        || crate::jdk::search_path(&cc, std::env::var_os("PATH").as_deref()).is_some();
     if found {
         Ok(cc)
     } else {

@@ -18,7 +18,8 @@ fn is_file(path: &Path) -> bool {
     path.metadata().is_ok_and(|m| m.is_file())
 }
 
-fn search_path(name: &str, path: Option<&OsStr>) -> Option<PathBuf> {
+/// The first file `name` in the directories of `path` (a `PATH` value).
+pub fn search_path(name: &str, path: Option<&OsStr>) -> Option<PathBuf> {
     std::env::split_paths(path?)
         .map(|dir| dir.join(name))
         .find(|p| is_file(p))
