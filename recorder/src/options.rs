@@ -30,6 +30,8 @@ pub struct Options {
     pub depth: usize,
     /// Most native frames per sample.
     pub native_depth: usize,
+    /// How native frames are unwound.
+    pub cstack: CStack,
     /// Chunk rotation.
     pub chunk: ChunkPolicy,
     /// A file the writer keeps current with the recording's state and counters (for the
@@ -37,6 +39,16 @@ pub struct Options {
     pub status: Option<String>,
     /// The options as given, for `jdk.ActiveSetting` events.
     pub given: Vec<(String, String)>,
+}
+
+/// How the signal handler unwinds native frames (`cstack=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CStack {
+    /// Call-frame information (`.eh_frame`, `.debug_frame`, the vDSO's), frame pointers where a
+    /// library has none (`cstack=dwarf`, the default).
+    Dwarf,
+    /// Frame pointers only (`cstack=fp`).
+    Fp,
 }
 
 /// A bad option.
@@ -61,7 +73,7 @@ impl fmt::Display for OptionError {
 impl std::error::Error for OptionError {}
 
 const ACCEPTED: &str =
-    "file, interval, signal, depth, native_depth, chunk, status (or the single command stop)";
+    "file, interval, signal, depth, native_depth, cstack, chunk, status (or the single command stop)";
 
 fn err(option: &str, message: impl Into<String>) -> OptionError {
     OptionError {
@@ -174,6 +186,7 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
         signal: None,
         depth: 2048,
         native_depth: 128,
+        cstack: CStack::Dwarf,
         chunk: ChunkPolicy {
             duration_ns: 5_000_000_000,
             size_bytes: 0,
@@ -189,6 +202,7 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
         "signal",
         "depth",
         "native_depth",
+        "cstack",
         "chunk",
         "status",
     ]
@@ -233,6 +247,18 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
             }
             "depth" => o.depth = parse_count(key, value, MAX_DEPTH)?,
             "native_depth" => o.native_depth = parse_count(key, value, MAX_NATIVE_DEPTH)?,
+            "cstack" => {
+                o.cstack = match value {
+                    "dwarf" => CStack::Dwarf,
+                    "fp" => CStack::Fp,
+                    _ => {
+                        return Err(err(
+                            key,
+                            format!("'{value}' is not dwarf (call-frame information, the default) or fp (frame pointers)"),
+                        ))
+                    }
+                }
+            }
             "chunk" => o.chunk = parse_chunk(value)?,
             "status" if value.is_empty() => return Err(err(key, "needs a path")),
             "status" => o.status = Some(expand_file(value, pid, timestamp)),
@@ -289,9 +315,11 @@ mod tests {
     #[test]
     fn all_options() {
         let o = p(
-            "file=a.jfr,interval=1ms,signal=40,depth=64,native_depth=32,chunk=2s/1mb,status=s-%p",
+            "file=a.jfr,interval=1ms,signal=40,depth=64,native_depth=32,chunk=2s/1mb,status=s-%p,cstack=fp",
         )
         .unwrap();
+        assert_eq!(o.cstack, CStack::Fp);
+        assert_eq!(p("file=a").unwrap().cstack, CStack::Dwarf);
         assert_eq!(o.status.as_deref(), Some("s-42"));
         assert_eq!(o.interval_ns, 1_000_000);
         assert_eq!(o.signal, Some(40));
@@ -303,7 +331,7 @@ mod tests {
                 size_bytes: 1 << 20
             }
         );
-        assert_eq!(o.given.len(), 7);
+        assert_eq!(o.given.len(), 8);
         assert_eq!(parse_duration_ns("250us"), Some(250_000));
         assert_eq!(parse_duration_ns("2s"), Some(2_000_000_000));
         assert_eq!(parse_duration_ns("10"), None);
@@ -319,6 +347,7 @@ mod tests {
             ("file=a,depth=0", "depth", "1 to 4096"),
             ("file=a,native_depth=x", "native_depth", "1 to 1024"),
             ("file=a,chunk=soon", "chunk", "duration"),
+            ("file=a,cstack=lbr", "cstack", "dwarf"),
             ("file=a,bogus=1", "bogus", "accepted: file, interval"),
             ("file=a,verbose", "verbose", "key=value"),
             ("interval=10ms", "file", "required"),
