@@ -1,6 +1,7 @@
 //! The agent's lifecycle: load (options, JVMTI, signal), VM start (prime methods, start the
 //! writer), one timer per Java thread (ThreadStart/ThreadEnd), and stop (VMDeath).
 
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::thread::JoinHandle;
@@ -136,6 +137,10 @@ fn set_callbacks(jvmti: &Jvmti) -> Result<(), String> {
             extern "system" fn(JvmtiEnvPtr, JniEnv, JObject, JObject),
             unsafe extern "system" fn(),
         >(on_class_prepare));
+        callbacks.NativeMethodBind = Some(std::mem::transmute::<
+            NativeMethodBindFn,
+            unsafe extern "system" fn(),
+        >(on_native_method_bind));
     }
     jvmti
         .set_event_callbacks(&callbacks)
@@ -152,6 +157,9 @@ fn install(vm: Vm, command: Command, live: bool) -> Result<(), String> {
     jvmti
         .add_capabilities(&[CAN_GET_LINE_NUMBERS])
         .map_err(|e| format!("jfr-native: JVMTI refused the line-number capability (error {e})"))?;
+    // Optional: without it, a JNI library loaded later is found by the writer's periodic check
+    // only (its first samples may come before its unwind table).
+    let _ = jvmti.add_capabilities(&[CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS]);
     let signal = match options.signal {
         Some(s) if !os::signal_is_free(s) => {
             return Err(format!(
@@ -306,10 +314,13 @@ fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> R
             .enable_event(event)
             .map_err(|e| format!("jfr-native: enabling event {event} failed ({e})"))?;
     }
+    // Refused without the capability (see `install`): the periodic check remains.
+    let _ = agent.jvmti.enable_event(JVMTI_EVENT_NATIVE_METHOD_BIND);
     for class in agent.jvmti.loaded_classes().unwrap_or_default() {
         let _ = agent.jvmti.class_methods(class);
     }
     STATS.reset();
+    signal::USE_CFI.store(options.cstack == options::CStack::Dwarf, Ordering::Release);
     agent.stop.store(false, Ordering::Release);
     let clock = drain::clock();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
@@ -537,6 +548,27 @@ extern "system" fn on_class_prepare(
     ffi_guard("ClassPrepare", (), || {
         if let Some(agent) = AGENT.get() {
             let _ = agent.jvmti.class_methods(class);
+        }
+    })
+}
+
+type NativeMethodBindFn =
+    extern "system" fn(JvmtiEnvPtr, JniEnv, JObject, *mut c_void, *mut c_void, *mut *mut c_void);
+
+/// A native method is about to be bound, before its first call: if its library was loaded
+/// since the code map was read, the map and the library's unwind table are made now, so that
+/// no sample of the new code finds it unknown.
+extern "system" fn on_native_method_bind(
+    _jvmti: JvmtiEnvPtr,
+    _env: JniEnv,
+    _thread: JObject,
+    _method: *mut c_void,
+    _address: *mut c_void,
+    _new_address: *mut *mut c_void,
+) {
+    ffi_guard("NativeMethodBind", (), || {
+        if RECORDING.load(Ordering::Acquire) {
+            crate::unwind::watcher::refresh();
         }
     })
 }

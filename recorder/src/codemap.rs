@@ -1,11 +1,15 @@
-//! Which addresses hold native code, which hold JVM-generated code, and the loaded libraries,
-//! from `/proc/self/maps`. Built off the signal handler (drain thread), published with one
-//! atomic pointer swap; the handler only reads the current snapshot.
+//! Which addresses hold native code, which hold JVM-generated code, the loaded libraries and
+//! their unwind tables, from `/proc/self/maps`. Built off the signal handler (drain thread),
+//! published with one atomic pointer swap; the handler only reads the current snapshot
+//! ([`with_current`]). A replaced snapshot is freed once no handler can still be reading it
+//! ([`reclaim`]).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
-use crate::unwind::{Code, CodeKind};
+use crate::unwind::rule::Table;
+use crate::unwind::{Code, CodeKind, Rule};
 
 /// One executable range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +17,8 @@ struct Range {
     start: u64,
     end: u64,
     code: Code,
+    /// Index into [`CodeMap::libraries`] of the file (or vDSO) mapped here.
+    library: Option<usize>,
 }
 
 /// A loaded ELF object (or the vDSO), as a `jdk.NativeLibrary` event describes it.
@@ -36,22 +42,44 @@ pub struct CodeMap {
     ranges: Vec<Range>,
     /// Libraries with executable code, by base address.
     pub libraries: Vec<Library>,
+    /// The unwind table of each library (same order), where one was built.
+    tables: Vec<Option<Arc<Table>>>,
+}
+
+impl CodeMap {
+    fn range(&self, pc: u64) -> Option<&Range> {
+        let i = self.ranges.partition_point(|r| r.start <= pc);
+        i.checked_sub(1)
+            .and_then(|i| self.ranges.get(i))
+            .filter(|r| pc < r.end)
+    }
+
+    /// Gives each library its unwind table (`tables` in the order of [`CodeMap::libraries`]).
+    pub fn set_tables(&mut self, tables: Vec<Option<Arc<Table>>>) {
+        self.tables = tables;
+    }
 }
 
 impl CodeKind for CodeMap {
+    #[inline]
     fn kind(&self, pc: u64) -> Code {
-        let i = self.ranges.partition_point(|r| r.start <= pc);
-        match i.checked_sub(1).and_then(|i| self.ranges.get(i)) {
-            Some(r) if pc < r.end => r.code,
-            _ => Code::Unknown,
-        }
+        self.range(pc).map_or(Code::Unknown, |r| r.code)
+    }
+
+    #[inline]
+    fn rule(&self, pc: u64) -> Rule {
+        self.range(pc)
+            .and_then(|r| r.library)
+            .and_then(|i| self.tables.get(i))
+            .and_then(|t| t.as_deref())
+            .map_or(Rule::NONE, |t| t.rule(pc))
     }
 }
 
 impl CodeMap {
     /// Parses `/proc/<pid>/maps` text.
     pub fn parse(maps: &str) -> CodeMap {
-        let mut ranges = Vec::new();
+        let mut ranges: Vec<(Range, Option<String>)> = Vec::new();
         let mut libs: BTreeMap<String, (Library, bool)> = BTreeMap::new();
         for line in maps.lines() {
             let mut fields = line.split_whitespace();
@@ -87,7 +115,13 @@ impl CodeMap {
                 } else {
                     Code::Unknown
                 };
-                ranges.push(Range { start, end, code });
+                let range = Range {
+                    start,
+                    end,
+                    code,
+                    library: None,
+                };
+                ranges.push((range, (code == Code::Native).then(|| path.clone())));
             }
             if file_backed || path == "[vdso]" {
                 let entry = libs.entry(path.clone()).or_insert_with(|| {
@@ -110,14 +144,25 @@ impl CodeMap {
                 entry.1 |= exec;
             }
         }
-        ranges.sort_by_key(|r| r.start);
         let mut libraries: Vec<Library> = libs
             .into_values()
             .filter(|(_, exec)| *exec)
             .map(|(l, _)| l)
             .collect();
         libraries.sort_by_key(|l| l.base);
-        CodeMap { ranges, libraries }
+        let mut ranges: Vec<Range> = ranges
+            .into_iter()
+            .map(|(range, path)| Range {
+                library: path.and_then(|p| libraries.iter().position(|l| l.path == p)),
+                ..range
+            })
+            .collect();
+        ranges.sort_by_key(|r| r.start);
+        CodeMap {
+            ranges,
+            libraries,
+            tables: Vec::new(),
+        }
     }
 
     /// Reads the current process's map.
@@ -127,21 +172,62 @@ impl CodeMap {
 }
 
 static CURRENT: AtomicPtr<CodeMap> = AtomicPtr::new(std::ptr::null_mut());
+/// Signal handlers inside [`with_current`] right now.
+static READERS: AtomicUsize = AtomicUsize::new(0);
+/// Snapshots replaced but maybe still read by a handler (as raw `Box` pointers).
+static RETIRED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
-/// Publishes a new snapshot. The previous one is intentionally leaked: a signal handler may still
-/// be reading it, and snapshots are only replaced when libraries are loaded or unloaded.
-pub fn publish(map: CodeMap) -> &'static CodeMap {
-    let map: &'static CodeMap = Box::leak(Box::new(map));
-    CURRENT.store(map as *const CodeMap as *mut CodeMap, Ordering::Release);
-    map
+/// Publishes a new snapshot; the previous one is retired and freed by [`reclaim`] once no
+/// handler can be reading it.
+pub fn publish(map: CodeMap) {
+    let new = Box::into_raw(Box::new(map));
+    let old = CURRENT.swap(new, Ordering::SeqCst);
+    if !old.is_null() {
+        if let Ok(mut retired) = RETIRED.lock() {
+            retired.push(old as usize);
+        }
+    }
 }
 
-/// The current snapshot, if one was published (async-signal-safe: one atomic load).
-pub fn current() -> Option<&'static CodeMap> {
-    let p = CURRENT.load(Ordering::Acquire);
-    // SAFETY: a non-null pointer was created by `publish` from a leaked Box, so it is valid and
-    // immutable for the rest of the process.
-    unsafe { p.as_ref() }
+/// Frees the retired snapshots if no handler is inside [`with_current`] now. A handler that
+/// got a retired snapshot incremented `READERS` before loading the pointer, and the pointer
+/// was swapped out before this check (both `SeqCst`), so seeing zero readers here proves
+/// that every such handler has finished. Called by the writer thread; returns how many it
+/// freed.
+pub fn reclaim() -> usize {
+    let Ok(mut retired) = RETIRED.lock() else {
+        return 0;
+    };
+    if retired.is_empty() || READERS.load(Ordering::SeqCst) != 0 {
+        return 0;
+    }
+    let freed = retired.len();
+    for p in retired.drain(..) {
+        // SAFETY: `p` came from `Box::into_raw` in `publish`, was swapped out of CURRENT (no
+        // new reader can get it) and no reader that loaded it is still running (see above);
+        // it is freed once, as it leaves the list.
+        drop(unsafe { Box::from_raw(p as *mut CodeMap) });
+    }
+    freed
+}
+
+/// Runs `f` on the current snapshot (`None` before the first [`publish`]). Async-signal-safe:
+/// two atomic counter updates and one atomic load.
+#[inline]
+pub fn with_current<T>(f: impl FnOnce(Option<&CodeMap>) -> T) -> T {
+    struct Reader;
+    impl Drop for Reader {
+        fn drop(&mut self) {
+            READERS.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    READERS.fetch_add(1, Ordering::SeqCst);
+    let _reader = Reader;
+    let p = CURRENT.load(Ordering::SeqCst);
+    // SAFETY: a non-null pointer was made by `publish` from a Box, and `reclaim` frees it only
+    // after it was replaced and no reader (like this one, counted in READERS until `_reader`
+    // drops, after `f` returns) holds it.
+    f(unsafe { p.as_ref() })
 }
 
 #[cfg(test)]

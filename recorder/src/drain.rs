@@ -11,15 +11,18 @@ use std::time::Duration;
 
 use jfr_writer::*;
 
-use crate::codemap::{self, CodeMap, Library};
+use crate::codemap::Library;
 use crate::jvmti::Jvmti;
 use crate::methods::Methods;
+use crate::options::CStack;
 use crate::options::Options;
 use crate::os;
 use crate::signal::unpack_meta;
 use crate::slots::{Slot, FREE, RECORD_HEADER_WORDS, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
 use crate::stats::{self, STATS};
 use crate::status::{self, State};
+use crate::unwind::tables::TableStats;
+use crate::unwind::watcher;
 
 /// How often the rings are emptied.
 pub const DRAIN_PERIOD: Duration = Duration::from_millis(10);
@@ -61,6 +64,8 @@ pub struct Summary {
     pub lost: u64,
     /// Samples whose Java stack could not be taken.
     pub failed: u64,
+    /// The unwind tables (`cstack=dwarf`).
+    pub tables: Option<TableStats>,
 }
 
 /// What `jdk.OSInformation` and `jdk.CPUInformation` say, read once per recording.
@@ -96,8 +101,9 @@ pub struct Drain {
     methods: Methods,
     /// By slot address (forgotten when the slot is freed for another thread).
     threads: HashMap<usize, ThreadState>,
-    map: &'static CodeMap,
-    map_generation: u64,
+    /// The libraries of the code map published last, and its version.
+    libraries: Vec<Library>,
+    libraries_version: u64,
     libraries_written: HashSet<(String, u64, u64)>,
     build_ids: HashMap<(String, u64), Option<String>>,
     chunk_start_ns: i64,
@@ -121,16 +127,16 @@ impl Drain {
             ticks_now(),
         )
         .map_err(io::Error::other)?;
-        let map_generation = os::loaded_objects_generation();
-        let map = codemap::publish(CodeMap::read_self()?);
+        watcher::start(options.cstack == CStack::Dwarf)?;
+        let (libraries_version, libraries) = watcher::libraries_since(0).unwrap_or_default();
         let mut d = Drain {
             rec,
             jvmti,
             options,
             methods: Methods::default(),
             threads: HashMap::new(),
-            map,
-            map_generation,
+            libraries,
+            libraries_version,
             libraries_written: HashSet::new(),
             build_ids: HashMap::new(),
             chunk_start_ns: os::monotonic_ns(),
@@ -145,15 +151,13 @@ impl Drain {
         Ok(d)
     }
 
-    /// Re-reads the code map if a library was loaded or unloaded.
+    /// Keeps the code map current (see [`watcher`]) and writes `jdk.NativeLibrary` events for
+    /// libraries loaded since.
     pub fn refresh_code_map(&mut self) {
-        let generation = os::loaded_objects_generation();
-        if generation == self.map_generation {
-            return;
-        }
-        if let Ok(map) = CodeMap::read_self() {
-            self.map_generation = generation;
-            self.map = codemap::publish(map);
+        watcher::refresh();
+        if let Some((version, libraries)) = watcher::libraries_since(self.libraries_version) {
+            self.libraries_version = version;
+            self.libraries = libraries;
             self.write_libraries();
         }
     }
@@ -174,7 +178,7 @@ impl Drain {
     /// `jdk.NativeLibrary` for every library of the current map not yet written in this chunk.
     fn write_libraries(&mut self) {
         let now = ticks_now();
-        for lib in self.map.libraries.clone() {
+        for lib in self.libraries.clone() {
             if !self
                 .libraries_written
                 .insert((lib.path.clone(), lib.base, lib.top))
@@ -389,7 +393,10 @@ impl Drain {
     /// Writes the last chunk and the final status; returns the summary and the file's totals.
     pub fn finish(mut self) -> (Summary, jfr_writer::Result<Totals>) {
         self.drain_all();
-        let summary = self.summary;
+        let summary = Summary {
+            tables: watcher::table_stats(),
+            ..self.summary
+        };
         let status_path = self.options.status.clone();
         let counts = self.counts(self.rec.totals().chunks);
         let result = self
@@ -427,6 +434,26 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
         SLOTS_CREATED.load(Ordering::Relaxed),
         SLOTS_REUSED.load(Ordering::Relaxed),
     );
+    if let (Some(p50), Some(p99)) = (
+        stats::walk_time_quantile_ns(0.5),
+        stats::walk_time_quantile_ns(0.99),
+    ) {
+        text.push_str(&format!(
+            "\n  native walk time: p50 <= {:.2} us, p99 <= {:.2} us",
+            p50 as f64 / 1e3,
+            p99 as f64 / 1e3
+        ));
+    }
+    if let Some(t) = &s.tables {
+        text.push_str(&format!(
+            "\n  unwind tables: {} libraries ({} without), {} rows, {:.2} MB, built in {:.1} ms of CPU",
+            t.libraries,
+            t.without,
+            t.rows,
+            t.bytes as f64 / 1e6,
+            t.build_cpu_ns as f64 / 1e6
+        ));
+    }
     for (i, c) in STATS.agct_errors.iter().enumerate() {
         let n = c.load(Ordering::Relaxed);
         if n > 0 {

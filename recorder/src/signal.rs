@@ -16,11 +16,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::slots::{Slot, RECORD_HEADER_WORDS};
 use crate::stack::StackBounds;
 use crate::stats::{self, STATS};
-use crate::unwind::{walk_fp, Stop};
+use crate::unwind::{walk, Stop};
 use crate::{agct, codemap, os, ucontext};
 
 /// Whether samples are being taken (false before start and after stop).
 pub static RECORDING: AtomicBool = AtomicBool::new(false);
+
+/// Whether native frames are unwound with call-frame information (`cstack=dwarf`) or frame
+/// pointers only (`cstack=fp`).
+pub static USE_CFI: AtomicBool = AtomicBool::new(true);
 
 /// Packs the third record word.
 pub fn pack_meta(agct_code: i32, stop: Stop, native_count: usize) -> u64 {
@@ -77,10 +81,18 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
     let bounds = StackBounds::of_current_thread(regs.sp, os::thread_control_block());
     // SAFETY: we are the handler on the slot's own thread (checked above), and it does not nest.
     let scratch = unsafe { slot.scratch() };
-    let (native_count, stop) = match codemap::current() {
-        Some(map) => walk_fp(regs, &bounds, map, &mut scratch.pcs),
+    let cfi = USE_CFI.load(Ordering::Relaxed);
+    let (native_count, stop) = codemap::with_current(|map| match map {
+        Some(map) => walk(regs, &bounds, map, cfi, &mut scratch.pcs),
         None => (0, Stop::UnknownCode),
-    };
+    });
+    let walk_ns = os::monotonic_ns().saturating_sub(time_ns);
+    if let Some(bucket) = STATS
+        .walk_ns
+        .get(stats::walk_time_bucket(walk_ns.max(0) as u64))
+    {
+        stats::inc(bucket);
+    }
     // SAFETY: on the interrupted thread, with its JNIEnv, after ClassLoad was enabled and
     // methods primed (the agent arms timers only after that).
     let agct_code = unsafe { agct::call(slot.env(), &mut scratch.frames, uc) };

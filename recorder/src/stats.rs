@@ -19,6 +19,55 @@ pub struct Stats {
     pub native_truncated: AtomicU64,
     /// AsyncGetCallTrace failures by code: index `-code - 1` for -1..-10, 10 for any other.
     pub agct_errors: [AtomicU64; AGCT_CODES],
+    /// How long the native walks took (see [`walk_time_bucket`]).
+    pub walk_ns: [AtomicU64; WALK_BUCKETS],
+}
+
+/// Width of the fine buckets of the walk-time histogram.
+const WALK_FINE_NS: u64 = 50;
+/// Fine buckets: 0 to 12.8 µs in steps of 50 ns; then one bucket per doubling.
+const WALK_FINE: usize = 256;
+/// Buckets of the walk-time histogram.
+pub const WALK_BUCKETS: usize = WALK_FINE + 20;
+
+/// The histogram bucket of a walk that took `ns`.
+#[inline]
+pub fn walk_time_bucket(ns: u64) -> usize {
+    let fine = ns / WALK_FINE_NS;
+    if fine < WALK_FINE as u64 {
+        return fine as usize;
+    }
+    let doublings = (63 - (fine / WALK_FINE as u64).leading_zeros()) as usize;
+    (WALK_FINE + doublings).min(WALK_BUCKETS - 1)
+}
+
+/// The upper bound in ns of bucket `i`.
+fn bucket_upper_ns(i: usize) -> u64 {
+    if i < WALK_FINE {
+        (i as u64 + 1) * WALK_FINE_NS
+    } else {
+        (WALK_FINE as u64 * WALK_FINE_NS) << (i - WALK_FINE + 1)
+    }
+}
+
+/// The walk time (ns, a bucket's upper bound) below which `quantile` of the walks fell, from
+/// the histogram; `None` if nothing was recorded.
+pub fn walk_time_quantile_ns(quantile: f64) -> Option<u64> {
+    let counts: Vec<u64> = STATS
+        .walk_ns
+        .iter()
+        .map(|c| c.load(Ordering::Relaxed))
+        .collect();
+    let total: u64 = counts.iter().sum();
+    let wanted = ((total as f64) * quantile).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    for (i, n) in counts.iter().enumerate() {
+        seen += n;
+        if seen >= wanted && total > 0 {
+            return Some(bucket_upper_ns(i));
+        }
+    }
+    None
 }
 
 /// The process-wide counters.
@@ -29,6 +78,7 @@ pub static STATS: Stats = Stats {
     after_stop: AtomicU64::new(0),
     native_truncated: AtomicU64::new(0),
     agct_errors: [const { AtomicU64::new(0) }; AGCT_CODES],
+    walk_ns: [const { AtomicU64::new(0) }; WALK_BUCKETS],
 };
 
 impl Stats {
@@ -43,6 +93,7 @@ impl Stats {
         ]
         .into_iter()
         .chain(self.agct_errors.iter())
+        .chain(self.walk_ns.iter())
         {
             c.store(0, Ordering::Relaxed);
         }
@@ -80,5 +131,24 @@ pub fn agct_reason(code: i32) -> &'static str {
         -9 => "deoptimizing",
         -10 => "safepoint",
         _ => "AsyncGetCallTrace not available",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walk_time_buckets_cover_every_duration() {
+        assert_eq!(walk_time_bucket(0), 0);
+        assert_eq!(walk_time_bucket(49), 0);
+        assert_eq!(walk_time_bucket(50), 1);
+        assert_eq!(walk_time_bucket(12_799), 255);
+        assert_eq!(walk_time_bucket(12_800), 256);
+        assert_eq!(walk_time_bucket(25_600), 257);
+        assert_eq!(walk_time_bucket(u64::MAX), WALK_BUCKETS - 1);
+        for ns in [0, 10, 60, 1_999, 13_000, 30_000, 1 << 30] {
+            assert!(bucket_upper_ns(walk_time_bucket(ns)) > ns, "{ns}");
+        }
     }
 }

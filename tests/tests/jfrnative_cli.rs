@@ -227,7 +227,12 @@ fn start_jvm(jdk: &Jdk, jvm_args: &[&str], seconds: f64) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Attach needs the JVM past its start-up; Burner's threads run by then.
+    // Attach needs the JVM past its start-up: libjvm mapped (slow on a loaded machine), then
+    // Burner's threads running.
+    let maps = format!("/proc/{}/maps", child.id());
+    wait_for("libjvm.so mapped", Duration::from_secs(30), || {
+        std::fs::read_to_string(&maps).is_ok_and(|m| m.contains("/libjvm.so"))
+    });
     std::thread::sleep(Duration::from_millis(1500));
     assert!(child.try_wait().unwrap().is_none(), "the JVM exited early");
     child

@@ -1,0 +1,254 @@
+//! Builds a library's compact unwind table ([`Table`]) from its call-frame information:
+//! `.eh_frame`, or `.debug_frame` for a library that has only that. Runs off the signal handler
+//! (the writer thread), once per library. gimli evaluates the CFI programs; each row becomes one
+//! 8-byte [`Rule`] keyed by its start, and a row whose rules the handler cannot follow (a
+//! register-based CFA other than rsp/rbp, an unknown DWARF expression, a return address not at
+//! CFA − 8) becomes [`Rule::NONE`], where the handler falls back to frame pointers.
+
+use gimli::{
+    BaseAddresses, CfaRule, CieOrFde, DebugFrame, EhFrame, LittleEndian, Reader, RegisterRule,
+    UnwindContext, UnwindSection, X86_64,
+};
+use object::{Object, ObjectSection, ObjectSegment};
+
+use super::rule::{Kind, Row, Rule, SavedRbp, Table};
+
+/// Where a table's rules came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// `.eh_frame`.
+    EhFrame,
+    /// `.debug_frame` (the library has no `.eh_frame`).
+    DebugFrame,
+}
+
+/// A built table and what went into it.
+#[derive(Debug)]
+pub struct Built {
+    /// The rules.
+    pub table: Table,
+    /// Which section they came from.
+    pub source: Source,
+    /// Function descriptions (FDEs) read.
+    pub fdes: usize,
+}
+
+/// The DWARF expression binutils gives `.plt` entries: CFA = rsp + 8 + ((rip & 15) >= N) << 3,
+/// with N as `DW_OP_lit<N>` at index [`PLT_LITERAL_AT`].
+const PLT_EXPRESSION: [u8; 11] = [
+    0x77, 0x08, // DW_OP_breg7 (rsp) 8
+    0x80, 0x00, // DW_OP_breg16 (rip) 0
+    0x3f, // DW_OP_lit15
+    0x1a, // DW_OP_and
+    0x30, // DW_OP_lit<N> (N added)
+    0x2a, // DW_OP_ge
+    0x33, // DW_OP_lit3
+    0x24, // DW_OP_shl
+    0x22, // DW_OP_plus
+];
+const PLT_LITERAL_AT: usize = 6;
+
+/// The threshold N if `expression` is the PLT expression.
+fn plt_threshold(expression: &[u8]) -> Option<i64> {
+    if expression.len() != PLT_EXPRESSION.len() {
+        return None;
+    }
+    let mut n = None;
+    for (i, (&got, &want)) in expression.iter().zip(&PLT_EXPRESSION).enumerate() {
+        if i == PLT_LITERAL_AT {
+            n = got.checked_sub(want).filter(|&n| n < 32);
+        } else if got != want {
+            return None;
+        }
+    }
+    n.map(i64::from)
+}
+
+/// The handler's rule for one row of the CFI table.
+fn rule_of<R: Reader, S: UnwindSection<R>>(
+    row: &gimli::UnwindTableRow<R::Offset>,
+    section: &S,
+    signal_trampoline: bool,
+) -> Rule {
+    if signal_trampoline {
+        return Rule::new(Kind::Signal, SavedRbp::Unchanged, 0).unwrap_or(Rule::NONE);
+    }
+    match row.register(X86_64::RA) {
+        RegisterRule::Offset(-8) => {}
+        RegisterRule::Undefined => {
+            return Rule::new(Kind::End, SavedRbp::Unchanged, 0).unwrap_or(Rule::NONE)
+        }
+        _ => return Rule::NONE,
+    }
+    let rbp = match row.register(X86_64::RBP) {
+        // Unmentioned callee-saved registers keep their value (the x86_64 ABI's convention).
+        RegisterRule::Undefined | RegisterRule::SameValue => SavedRbp::Unchanged,
+        RegisterRule::Offset(o) if o < 0 && o % 8 == 0 && -o / 8 < 255 => {
+            SavedRbp::At((-o / 8) as u8)
+        }
+        _ => SavedRbp::Lost,
+    };
+    let rule = match row.cfa() {
+        CfaRule::RegisterAndOffset { register, offset } if *register == X86_64::RSP => {
+            Rule::new(Kind::Rsp, rbp, *offset)
+        }
+        CfaRule::RegisterAndOffset { register, offset } if *register == X86_64::RBP => {
+            Rule::new(Kind::Rbp, rbp, *offset)
+        }
+        CfaRule::Expression(e) => e
+            .get(section)
+            .ok()
+            .and_then(|e| e.0.to_slice().ok().and_then(|b| plt_threshold(&b)))
+            .and_then(|n| Rule::new(Kind::Plt, rbp, n)),
+        CfaRule::RegisterAndOffset { .. } => None,
+    };
+    rule.unwrap_or(Rule::NONE)
+}
+
+/// `(start, end, rule)` in ELF addresses for every row of every FDE of `section`.
+fn section_rows<R: Reader, S: UnwindSection<R>>(
+    section: &S,
+    bases: &BaseAddresses,
+) -> (Vec<(u64, u64, Rule)>, usize) {
+    let mut ctx = UnwindContext::new();
+    let mut rows = Vec::new();
+    let mut fdes = 0usize;
+    let mut entries = section.entries(bases);
+    // A malformed entry ends the section (its length cannot be trusted); what was read stays.
+    while let Ok(Some(entry)) = entries.next() {
+        let CieOrFde::Fde(partial) = entry else {
+            continue;
+        };
+        let Ok(fde) = partial.parse(|s, b, o| s.cie_from_offset(b, o)) else {
+            continue;
+        };
+        fdes += 1;
+        let signal = fde.is_signal_trampoline();
+        let Ok(mut table) = fde.rows(section, bases, &mut ctx) else {
+            continue;
+        };
+        while let Ok(Some(row)) = table.next_row() {
+            rows.push((
+                row.start_address(),
+                row.end_address(),
+                rule_of(row, section, signal),
+            ));
+        }
+    }
+    (rows, fdes)
+}
+
+/// The ELF address mapped at the library's lowest address: the page start of the loadable
+/// segment whose file offset is the mapping's (`file_offset`).
+fn load_address(elf: &object::File<'_>, file_offset: u64, page_size: u64) -> Option<u64> {
+    let mask = !(page_size - 1);
+    elf.segments().find_map(|s| {
+        let (offset, _) = s.file_range();
+        (offset & mask == file_offset).then_some(s.address() & mask)
+    })
+}
+
+/// The table of an ELF image (`data`: the file, or the vDSO as mapped) whose lowest mapping,
+/// at file offset `file_offset`, starts at runtime address `base`.
+pub fn build(data: &[u8], base: u64, file_offset: u64, page_size: u64) -> Result<Built, String> {
+    let elf = object::File::parse(data).map_err(|e| format!("not an ELF file: {e}"))?;
+    if elf.architecture() != object::Architecture::X86_64 {
+        return Err("not an x86_64 ELF file".into());
+    }
+    let load = load_address(&elf, file_offset, page_size)
+        .ok_or("no loadable segment at the mapped file offset")?;
+    let section = |name: &str| {
+        elf.section_by_name(name)
+            .and_then(|s| Some((s.address(), s.uncompressed_data().ok()?)))
+            .filter(|(_, d)| !d.is_empty())
+    };
+    let address_of = |name: &str| elf.section_by_name(name).map(|s| s.address());
+    let (rows, fdes, source) = if let Some((address, data)) = section(".eh_frame") {
+        let mut bases = BaseAddresses::default().set_eh_frame(address);
+        if let Some(text) = address_of(".text") {
+            bases = bases.set_text(text);
+        }
+        if let Some(got) = address_of(".got") {
+            bases = bases.set_got(got);
+        }
+        let eh = EhFrame::new(&data, LittleEndian);
+        let (rows, fdes) = section_rows(&eh, &bases);
+        (rows, fdes, Source::EhFrame)
+    } else if let Some((_, data)) = section(".debug_frame") {
+        let mut debug = DebugFrame::new(&data, LittleEndian);
+        debug.set_address_size(8);
+        let (rows, fdes) = section_rows(&debug, &BaseAddresses::default());
+        (rows, fdes, Source::DebugFrame)
+    } else {
+        return Err("no .eh_frame or .debug_frame".into());
+    };
+    Ok(Built {
+        table: Table::new(base, table_rows(rows, load)),
+        source,
+        fdes,
+    })
+}
+
+/// Rows keyed by offset from `load` (the ELF address of the table's base): each FDE row's
+/// rule from its start, and [`Rule::NONE`] after the end of each FDE unless another starts
+/// there. Rows outside 0..4 GiB of `load` are dropped.
+fn table_rows(mut rows: Vec<(u64, u64, Rule)>, load: u64) -> Vec<Row> {
+    let offset = |a: u64| a.checked_sub(load).and_then(|o| u32::try_from(o).ok());
+    rows.sort_by_key(|&(start, _, _)| start);
+    let mut out = Vec::with_capacity(rows.len() * 2);
+    for (i, &(start, end, rule)) in rows.iter().enumerate() {
+        let (Some(start), Some(end)) = (offset(start), offset(end)) else {
+            continue;
+        };
+        out.push(Row {
+            offset: start,
+            rule,
+        });
+        let next_start = rows.get(i + 1).and_then(|&(s, _, _)| offset(s));
+        if next_start != Some(end) {
+            out.push(Row {
+                offset: end,
+                rule: Rule::NONE,
+            });
+        }
+    }
+    // An FDE overlapping the next one: keep the order by start (the later FDE wins).
+    out.sort_by_key(|r| r.offset);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_the_plt_expression() {
+        let mut e = PLT_EXPRESSION;
+        e[PLT_LITERAL_AT] = 0x3b;
+        assert_eq!(plt_threshold(&e), Some(11));
+        e[PLT_LITERAL_AT] = 0x3a;
+        assert_eq!(plt_threshold(&e), Some(10));
+        e[0] = 0x78;
+        assert_eq!(plt_threshold(&e), None);
+        assert_eq!(plt_threshold(&PLT_EXPRESSION[..5]), None);
+    }
+
+    #[test]
+    fn fde_gaps_fall_back_to_frame_pointers() {
+        let a = Rule::new(Kind::Rsp, SavedRbp::Unchanged, 8).unwrap();
+        let b = Rule::new(Kind::Rsp, SavedRbp::Unchanged, 16).unwrap();
+        let rows = table_rows(
+            vec![
+                (0x1020, 0x1030, b),
+                (0x1000, 0x1010, a),
+                (0x1010, 0x1020, b),
+            ],
+            0x1000,
+        );
+        let t = Table::new(0x40_0000, rows);
+        assert_eq!(t.rule(0x40_0000), a);
+        assert_eq!(t.rule(0x40_0015), b);
+        assert_eq!(t.rule(0x40_002f), b);
+        assert_eq!(t.rule(0x40_0030), Rule::NONE);
+    }
+}

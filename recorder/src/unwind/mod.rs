@@ -1,0 +1,102 @@
+//! Unwinding the native frames above the first Java frame, in the signal handler.
+//!
+//! The handler's path, in reading order:
+//! - [`walk`]: the walk itself, from the interrupted registers: call-frame information where a
+//!   library has it, frame pointers where it has not, through signal frames and PLT stubs,
+//!   until the first Java frame. Pure: memory is read through [`Memory`] (bounds-checked by
+//!   the caller) and code is classified through [`CodeKind`], so it is tested over synthetic
+//!   stacks. Stops, never faults, on anything implausible.
+//! - [`rule`]: the compact per-library table the walk looks rules up in (binary search).
+//!
+//! Off the handler:
+//! - [`build`]: turns a library's `.eh_frame` or `.debug_frame` into a [`rule::Table`].
+//! - [`tables`]: finds each loaded library's file (or the vDSO in memory), builds its table
+//!   once and keeps it while the library stays loaded.
+//! - [`watcher`]: re-reads the code map ([`crate::codemap`]) when libraries are loaded or
+//!   unloaded and publishes it, with the tables, to the handler.
+
+pub mod build;
+pub mod rule;
+pub mod tables;
+pub mod walk;
+pub mod watcher;
+
+pub use rule::Rule;
+pub use walk::walk;
+
+/// Registers at the interrupted instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Regs {
+    /// Program counter.
+    pub pc: u64,
+    /// Stack pointer.
+    pub sp: u64,
+    /// Frame pointer (rbp).
+    pub fp: u64,
+}
+
+/// What kind of code a program counter is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// A file-backed native library (or the vDSO): walk on.
+    Native,
+    /// JVM-generated code (JIT, interpreter, stubs): the Java part starts here.
+    Java,
+    /// Neither: the walk cannot tell where it is.
+    Unknown,
+}
+
+/// Classifies program counters and gives their unwind rules.
+pub trait CodeKind {
+    /// The kind of code at `pc`.
+    fn kind(&self, pc: u64) -> Code;
+
+    /// How to unwind from `pc` ([`Rule::NONE`]: no call-frame information, use frame pointers).
+    fn rule(&self, _pc: u64) -> Rule {
+        Rule::NONE
+    }
+}
+
+/// Reads 8-byte words, or refuses.
+pub trait Memory {
+    /// The word at `addr`, or `None` if it may not be read.
+    fn read_u64(&self, addr: u64) -> Option<u64>;
+}
+
+/// Why a walk ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Stop {
+    /// The next pc is in Java code: the native part is complete (as far as the unwind
+    /// information tells).
+    ReachedJava = 0,
+    /// The outermost frame (call-frame information marks the return address undefined:
+    /// thread start): the bottom of a native-only stack.
+    EndOfStack = 1,
+    /// `out` is full and the next frame is still native.
+    Depth = 2,
+    /// The next frame could not be found: a frame pointer or CFA outside the stack,
+    /// misaligned or not above the previous one, a zero return address or frame pointer, an
+    /// unreadable slot.
+    BadFrame = 3,
+    /// A pc in neither native nor Java code.
+    UnknownCode = 4,
+}
+
+impl Stop {
+    /// Whether native frames may be missing.
+    pub fn truncated(self) -> bool {
+        matches!(self, Stop::Depth | Stop::BadFrame | Stop::UnknownCode)
+    }
+
+    /// Decodes [`Stop`] from its `u8`.
+    pub fn from_u8(v: u8) -> Stop {
+        match v {
+            0 => Stop::ReachedJava,
+            1 => Stop::EndOfStack,
+            2 => Stop::Depth,
+            3 => Stop::BadFrame,
+            _ => Stop::UnknownCode,
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! Unwind tables for the loaded libraries: each library's table is built once, from the file
+//! that is mapped (checked by inode) or, for the vDSO, from its image in memory, and kept while
+//! the library stays loaded. Off the handler (the writer thread); the code map hands the tables
+//! to the handler.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::build::{build, Built};
+use super::rule::Table;
+use crate::codemap::Library;
+
+/// What building the tables cost, for the summary.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TableStats {
+    /// Libraries with a table.
+    pub libraries: usize,
+    /// Libraries without one (no CFI, file replaced or unreadable).
+    pub without: usize,
+    /// Heap bytes of the tables in use.
+    pub bytes: usize,
+    /// Rows in the tables in use.
+    pub rows: usize,
+    /// CPU time spent building tables, in total (ns of the writer thread).
+    pub build_cpu_ns: u64,
+}
+
+/// A library's identity: the same path and inode at the same address is the same mapping.
+type Key = (String, u64, u64);
+
+/// The tables of the libraries seen so far.
+#[derive(Debug, Default)]
+pub struct Tables {
+    built: HashMap<Key, Option<Arc<Table>>>,
+    problems: Vec<String>,
+    build_cpu_ns: u64,
+}
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(size).unwrap_or(4096).max(4096)
+}
+
+/// The vDSO's image, copied out of memory (it has no file).
+fn vdso_image(lib: &Library) -> Vec<u8> {
+    let len = lib.top.saturating_sub(lib.base) as usize;
+    // SAFETY: `[base, top)` is the vDSO as listed in /proc/self/maps: mapped readable for the
+    // life of the process (the kernel never unmaps it).
+    unsafe { std::slice::from_raw_parts(lib.base as *const u8, len) }.to_vec()
+}
+
+/// Builds `lib`'s table from its file (or memory, for the vDSO).
+fn build_for(lib: &Library, page_size: u64) -> Result<Built, String> {
+    if lib.path == "[vdso]" {
+        return build(&vdso_image(lib), lib.base, 0, page_size);
+    }
+    let file = std::fs::File::open(&lib.path).map_err(|e| e.to_string())?;
+    let metadata = file.metadata().map_err(|e| e.to_string())?;
+    if std::os::unix::fs::MetadataExt::ino(&metadata) != lib.inode {
+        return Err("the file was replaced since it was loaded".into());
+    }
+    // SAFETY: the file is mapped read-only and private; it is the library the process has
+    // mapped (same inode), which the loader also maps and nothing in this process writes.
+    // A file truncated underneath would fault here as it would in the loader.
+    let data = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| e.to_string())?;
+    build(&data, lib.base, lib.file_offset, page_size)
+}
+
+impl Tables {
+    /// The table of every library in `libraries` (in the same order; `None` where there is
+    /// none), building the new ones; tables of libraries no longer loaded are forgotten (freed
+    /// once no published code map holds them).
+    pub fn for_libraries(&mut self, libraries: &[Library]) -> Vec<Option<Arc<Table>>> {
+        let page_size = page_size();
+        let keys: Vec<Key> = libraries
+            .iter()
+            .map(|l| (l.path.clone(), l.inode, l.base))
+            .collect();
+        self.built.retain(|k, _| keys.contains(k));
+        libraries
+            .iter()
+            .zip(keys)
+            .map(|(lib, key)| {
+                if let Some(table) = self.built.get(&key) {
+                    return table.clone();
+                }
+                let start = crate::os::thread_cpu_ns();
+                let table = match build_for(lib, page_size) {
+                    Ok(built) => Some(Arc::new(built.table)),
+                    Err(e) => {
+                        self.problems.push(format!("{}: {e}", lib.path));
+                        None
+                    }
+                };
+                let spent = crate::os::thread_cpu_ns().saturating_sub(start);
+                self.build_cpu_ns = self.build_cpu_ns.saturating_add(spent as u64);
+                self.built.insert(key, table.clone());
+                table
+            })
+            .collect()
+    }
+
+    /// What the tables in use cost.
+    pub fn stats(&self) -> TableStats {
+        let with: Vec<&Arc<Table>> = self.built.values().flatten().collect();
+        TableStats {
+            libraries: with.len(),
+            without: self.built.len() - with.len(),
+            bytes: with.iter().map(|t| t.heap_bytes()).sum(),
+            rows: with.iter().map(|t| t.len()).sum(),
+            build_cpu_ns: self.build_cpu_ns,
+        }
+    }
+
+    /// Libraries that got no table, and why (taken: each is reported once).
+    pub fn take_problems(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.problems)
+    }
+}
+
+/// Builds `lib`'s table, timing it (for the benchmark and tests).
+pub fn build_timed(lib: &Library) -> Result<(Built, std::time::Duration), String> {
+    let start = Instant::now();
+    let built = build_for(lib, page_size())?;
+    Ok((built, start.elapsed()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codemap::CodeMap;
+    use crate::unwind::rule::Kind;
+
+    fn library(name: &str) -> Library {
+        let map = CodeMap::read_self().unwrap();
+        map.libraries
+            .iter()
+            .find(|l| l.path.contains(name))
+            .unwrap_or_else(|| panic!("no {name} in {:?}", map.libraries))
+            .clone()
+    }
+
+    /// The runtime address of libc's `name`.
+    fn libc_function(name: &std::ffi::CStr) -> u64 {
+        // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name.
+        let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+        assert!(!p.is_null(), "{name:?}");
+        p as u64
+    }
+
+    #[test]
+    fn libc_table_describes_function_entries_and_the_signal_trampoline() {
+        let libc_lib = library("/libc.so");
+        let (built, _) = build_timed(&libc_lib).unwrap();
+        assert!(built.fdes > 1000, "{} FDEs", built.fdes);
+        // At a function's first instruction the return address is at rsp: CFA = rsp + 8.
+        for name in [c"getpid", c"qsort", c"malloc", c"memcpy"] {
+            let rule = built.table.rule(libc_function(name));
+            assert_eq!((rule.kind(), rule.cfa_offset()), (Kind::Rsp, 8), "{name:?}");
+        }
+        // The restorer glibc gives every handler (`__restore_rt`): a signal frame, found at
+        // the return address - 1 as the walk looks it up.
+        // SAFETY: querying and setting a handler for a real-time signal nothing else uses in
+        // this test process, with valid sigaction structs.
+        let restorer = unsafe {
+            extern "C" fn nothing(_: i32) {}
+            let signal = libc::SIGRTMAX() - 1;
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = nothing as *const () as usize;
+            assert_eq!(libc::sigaction(signal, &action, std::ptr::null_mut()), 0);
+            let mut installed: libc::sigaction = std::mem::zeroed();
+            assert_eq!(libc::sigaction(signal, std::ptr::null(), &mut installed), 0);
+            installed.sa_restorer.map(|f| f as usize as u64).unwrap()
+        };
+        assert_eq!(built.table.rule(restorer - 1).kind(), Kind::Signal);
+    }
+
+    #[test]
+    fn vdso_table_is_read_from_memory() {
+        let vdso = library("[vdso]");
+        let (built, _) = build_timed(&vdso).unwrap();
+        assert!(built.fdes >= 1, "{} FDEs", built.fdes);
+        assert!(!built.table.is_empty());
+    }
+
+    #[test]
+    fn tables_are_built_once_and_forgotten_with_their_library() {
+        let libs = [library("/libc.so"), library("[vdso]")];
+        let mut tables = Tables::default();
+        let first = tables.for_libraries(&libs);
+        assert!(first.iter().all(Option::is_some));
+        let again = tables.for_libraries(&libs);
+        assert!(Arc::ptr_eq(
+            first[0].as_ref().unwrap(),
+            again[0].as_ref().unwrap()
+        ));
+        assert_eq!(tables.stats().libraries, 2);
+        tables.for_libraries(&libs[1..]);
+        assert_eq!(tables.stats().libraries, 1);
+        let gone = Library {
+            inode: libs[0].inode + 1,
+            ..libs[0].clone()
+        };
+        assert!(tables.for_libraries(&[gone])[0].is_none());
+        assert_eq!(tables.take_problems().len(), 1);
+    }
+}

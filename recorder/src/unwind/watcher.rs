@@ -1,0 +1,94 @@
+//! The library watcher: keeps the code map the signal handler reads, and with it the unwind
+//! tables, in step with the loaded libraries. It re-reads the map when the dynamic loader's
+//! load/unload counters change, which it checks from the writer thread every few milliseconds
+//! and from JVMTI's NativeMethodBind event, which comes after `System.loadLibrary` and before
+//! the first call of a JNI function: a new JNI library is known, with its table, before its
+//! code can be sampled. The first map is built, with every table, before sampling starts.
+
+use std::sync::Mutex;
+
+use crate::codemap::{self, CodeMap, Library};
+use crate::os;
+use crate::unwind::tables::{TableStats, Tables};
+
+struct Watcher {
+    /// The loader's counters when the map was read.
+    generation: u64,
+    /// Unwind tables (`cstack=dwarf`), or none (`cstack=fp`).
+    tables: Option<Tables>,
+    /// The libraries of the map published last.
+    libraries: Vec<Library>,
+    /// Incremented with every published map.
+    version: u64,
+}
+
+static WATCHER: Mutex<Option<Watcher>> = Mutex::new(None);
+
+/// Reads the map, builds the tables of new libraries, publishes it.
+fn publish(w: &mut Watcher) -> std::io::Result<()> {
+    let generation = os::loaded_objects_generation();
+    let mut map = CodeMap::read_self()?;
+    if let Some(tables) = &mut w.tables {
+        map.set_tables(tables.for_libraries(&map.libraries));
+        for problem in tables.take_problems() {
+            eprintln!(
+                "jfr-native: no unwind table for {problem}; its frames are walked by frame pointers"
+            );
+        }
+    }
+    w.generation = generation;
+    w.libraries = map.libraries.clone();
+    w.version += 1;
+    codemap::publish(map);
+    Ok(())
+}
+
+/// Starts watching for a new recording: publishes the current map, with unwind tables if
+/// `cfi`.
+pub fn start(cfi: bool) -> std::io::Result<()> {
+    let mut guard = WATCHER
+        .lock()
+        .map_err(|_| std::io::Error::other("poisoned"))?;
+    let mut w = Watcher {
+        generation: 0,
+        tables: cfi.then(Tables::default),
+        libraries: Vec::new(),
+        version: guard.as_ref().map_or(0, |w| w.version),
+    };
+    publish(&mut w)?;
+    *guard = Some(w);
+    Ok(())
+}
+
+/// Re-reads the map if a library was loaded or unloaded since; frees maps no handler reads
+/// any more. Cheap when nothing changed (one `dl_iterate_phdr` step).
+pub fn refresh() {
+    codemap::reclaim();
+    let Ok(mut guard) = WATCHER.lock() else {
+        return;
+    };
+    if let Some(w) = guard.as_mut() {
+        if os::loaded_objects_generation() != w.generation {
+            // A map that cannot be read keeps the previous one; the next check tries again.
+            let _ = publish(w);
+        }
+    }
+}
+
+/// The libraries of the current map, if it changed since `version`, with the new version.
+pub fn libraries_since(version: u64) -> Option<(u64, Vec<Library>)> {
+    let guard = WATCHER.lock().ok()?;
+    let w = guard.as_ref()?;
+    (w.version != version).then(|| (w.version, w.libraries.clone()))
+}
+
+/// What the unwind tables cost (`None` with `cstack=fp`).
+pub fn table_stats() -> Option<TableStats> {
+    WATCHER
+        .lock()
+        .ok()?
+        .as_ref()?
+        .tables
+        .as_ref()
+        .map(Tables::stats)
+}
