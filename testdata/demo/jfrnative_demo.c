@@ -1,8 +1,9 @@
 /*
  * The JNI library of `jfrnative demo`: three hot paths in native code, one per kind of code a
  * Java profiler usually cannot see into.
- *   checksum: our own C (built with frame pointers: complete native stacks),
- *   compress: zlib's deflate (Debian's libz has no frame pointers: its frames may be cut short),
+ *   checksum: our own C,
+ *   compress: zlib's deflate (Debian's libz has no frame pointers: only its call-frame
+ *             information gives its callers),
  *   sort:     libc's qsort calling back into a C comparator.
  */
 #include <jni.h>

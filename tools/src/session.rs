@@ -53,11 +53,18 @@ pub struct Session {
     pub status_file: PathBuf,
     /// The `interval` option as given.
     pub interval: String,
+    /// The `cstack` option as given.
+    pub cstack: String,
 }
 
 impl Session {
     /// Checks the agent and the output files.
-    pub fn new(agent: Option<&Path>, output: &Path, interval: &str) -> Result<Session, String> {
+    pub fn new(
+        agent: Option<&Path>,
+        output: &Path,
+        interval: &str,
+        cstack: &str,
+    ) -> Result<Session, String> {
         let agent = agent_library(agent)?;
         let recording = absolute(output)?;
         if recording.to_string_lossy().contains(',') {
@@ -78,15 +85,17 @@ impl Session {
             outputs,
             status_file,
             interval: interval.to_string(),
+            cstack: cstack.to_string(),
         })
     }
 
     /// The agent's option string.
     pub fn agent_options(&self) -> String {
         format!(
-            "file={},interval={},status={}",
+            "file={},interval={},cstack={},status={}",
             self.outputs.recording.display(),
             self.interval,
+            self.cstack,
             self.status_file.display()
         )
     }

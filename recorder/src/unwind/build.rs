@@ -1,5 +1,7 @@
 //! Builds a library's compact unwind table ([`Table`]) from its call-frame information:
-//! `.eh_frame`, or `.debug_frame` for a library that has only that. Runs off the signal handler
+//! `.eh_frame`, and `.debug_frame` for the code `.eh_frame` does not describe (a library built
+//! with `-fno-asynchronous-unwind-tables -g` keeps only the C runtime's few FDEs in
+//! `.eh_frame`). Runs off the signal handler
 //! (the writer thread), once per library. gimli evaluates the CFI programs; each row becomes one
 //! 8-byte [`Rule`] keyed by its start, and a row whose rules the handler cannot follow (a
 //! register-based CFA other than rsp/rbp, an unknown DWARF expression, a return address not at
@@ -13,24 +15,29 @@ use object::{Object, ObjectSection, ObjectSegment};
 
 use super::rule::{Kind, Row, Rule, SavedRbp, Table};
 
-/// Where a table's rules came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// `.eh_frame`.
-    EhFrame,
-    /// `.debug_frame` (the library has no `.eh_frame`).
-    DebugFrame,
-}
-
 /// A built table and what went into it.
 #[derive(Debug)]
 pub struct Built {
     /// The rules.
     pub table: Table,
-    /// Which section they came from.
-    pub source: Source,
-    /// Function descriptions (FDEs) read.
-    pub fdes: usize,
+    /// Function descriptions (FDEs) read from `.eh_frame`.
+    pub eh_frame_fdes: usize,
+    /// Function descriptions read from `.debug_frame` (0 if there is none).
+    pub debug_frame_fdes: usize,
+}
+
+/// Rows of `extra` whose range overlaps no row of `rows` (`rows` sorted by start).
+fn not_covered(rows: &[(u64, u64, Rule)], extra: Vec<(u64, u64, Rule)>) -> Vec<(u64, u64, Rule)> {
+    extra
+        .into_iter()
+        .filter(|&(start, end, _)| {
+            let i = rows.partition_point(|&(s, _, _)| s < end);
+            // The last row starting before `end` must end at or before `start`.
+            i.checked_sub(1)
+                .and_then(|i| rows.get(i))
+                .is_none_or(|&(_, e, _)| e <= start)
+        })
+        .collect()
 }
 
 /// The DWARF expression binutils gives `.plt` entries: CFA = rsp + 8 + ((rip & 15) >= N) << 3,
@@ -163,29 +170,38 @@ pub fn build(data: &[u8], base: u64, file_offset: u64, page_size: u64) -> Result
             .filter(|(_, d)| !d.is_empty())
     };
     let address_of = |name: &str| elf.section_by_name(name).map(|s| s.address());
-    let (rows, fdes, source) = if let Some((address, data)) = section(".eh_frame") {
-        let mut bases = BaseAddresses::default().set_eh_frame(address);
-        if let Some(text) = address_of(".text") {
-            bases = bases.set_text(text);
+    let (mut rows, eh_frame_fdes) = match section(".eh_frame") {
+        Some((address, data)) => {
+            let mut bases = BaseAddresses::default().set_eh_frame(address);
+            if let Some(text) = address_of(".text") {
+                bases = bases.set_text(text);
+            }
+            if let Some(got) = address_of(".got") {
+                bases = bases.set_got(got);
+            }
+            section_rows(&EhFrame::new(&data, LittleEndian), &bases)
         }
-        if let Some(got) = address_of(".got") {
-            bases = bases.set_got(got);
-        }
-        let eh = EhFrame::new(&data, LittleEndian);
-        let (rows, fdes) = section_rows(&eh, &bases);
-        (rows, fdes, Source::EhFrame)
-    } else if let Some((_, data)) = section(".debug_frame") {
-        let mut debug = DebugFrame::new(&data, LittleEndian);
-        debug.set_address_size(8);
-        let (rows, fdes) = section_rows(&debug, &BaseAddresses::default());
-        (rows, fdes, Source::DebugFrame)
-    } else {
-        return Err("no .eh_frame or .debug_frame".into());
+        None => (Vec::new(), 0),
     };
+    rows.sort_by_key(|&(start, _, _)| start);
+    let debug_frame_fdes = match section(".debug_frame") {
+        Some((_, data)) => {
+            let mut debug = DebugFrame::new(&data, LittleEndian);
+            debug.set_address_size(8);
+            let (extra, fdes) = section_rows(&debug, &BaseAddresses::default());
+            let extra = not_covered(&rows, extra);
+            rows.extend(extra);
+            fdes
+        }
+        None => 0,
+    };
+    if eh_frame_fdes + debug_frame_fdes == 0 {
+        return Err("no call-frame information (.eh_frame or .debug_frame)".into());
+    }
     Ok(Built {
         table: Table::new(base, table_rows(rows, load)),
-        source,
-        fdes,
+        eh_frame_fdes,
+        debug_frame_fdes,
     })
 }
 
@@ -250,5 +266,56 @@ mod tests {
         assert_eq!(t.rule(0x40_0015), b);
         assert_eq!(t.rule(0x40_002f), b);
         assert_eq!(t.rule(0x40_0030), Rule::NONE);
+    }
+
+    #[test]
+    fn debug_frame_rows_fill_only_what_eh_frame_leaves_out() {
+        let a = Rule::new(Kind::Rsp, SavedRbp::Unchanged, 8).unwrap();
+        let eh = vec![(0x100, 0x110, a), (0x200, 0x240, a)];
+        let extra = vec![(0x100, 0x108, a), (0x150, 0x160, a), (0x230, 0x250, a)];
+        assert_eq!(not_covered(&eh, extra), vec![(0x150, 0x160, a)]);
+    }
+
+    /// A library built with `-fno-asynchronous-unwind-tables -g`: its functions are described
+    /// in `.debug_frame` only.
+    #[test]
+    fn a_library_with_only_debug_frame_gets_rules() {
+        let dir =
+            std::env::temp_dir().join(format!("jfrnative-debug-frame-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (src, lib) = (dir.join("df.c"), dir.join("libdf.so"));
+        std::fs::write(
+            &src,
+            "int leaf(int a) { return a * 3; }\n\
+             __attribute__((noinline)) int mid(int a) { return leaf(a) + 1; }\n\
+             int outer(int a) { int r = mid(a) + 1; return r * 2 + mid(r); }\n",
+        )
+        .unwrap();
+        let status = std::process::Command::new("gcc")
+            .args(["-O2", "-shared", "-fPIC", "-g"])
+            .args(["-fno-asynchronous-unwind-tables", "-fno-unwind-tables"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&lib)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let data = std::fs::read(&lib).unwrap();
+        let built = build(&data, 0x7000_0000_0000, 0, 4096).unwrap();
+        assert!(
+            built.debug_frame_fdes >= 3,
+            "{} FDEs",
+            built.debug_frame_fdes
+        );
+        let elf = object::File::parse(&*data).unwrap();
+        use object::ObjectSymbol;
+        for name in ["leaf", "mid", "outer"] {
+            let symbol = object::Object::symbols(&elf)
+                .find(|s| s.name() == Ok(name))
+                .unwrap();
+            let rule = built.table.rule(0x7000_0000_0000 + symbol.address());
+            assert_eq!((rule.kind(), rule.cfa_offset()), (Kind::Rsp, 8), "{name}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -154,7 +154,7 @@ mod tests {
     fn libc_table_describes_function_entries_and_the_signal_trampoline() {
         let libc_lib = library("/libc.so");
         let (built, _) = build_timed(&libc_lib).unwrap();
-        assert!(built.fdes > 1000, "{} FDEs", built.fdes);
+        assert!(built.eh_frame_fdes > 1000, "{} FDEs", built.eh_frame_fdes);
         // At a function's first instruction the return address is at rsp: CFA = rsp + 8.
         for name in [c"getpid", c"qsort", c"malloc", c"memcpy"] {
             let rule = built.table.rule(libc_function(name));
@@ -181,7 +181,7 @@ mod tests {
     fn vdso_table_is_read_from_memory() {
         let vdso = library("[vdso]");
         let (built, _) = build_timed(&vdso).unwrap();
-        assert!(built.fdes >= 1, "{} FDEs", built.fdes);
+        assert!(built.eh_frame_fdes >= 1, "{} FDEs", built.eh_frame_fdes);
         assert!(!built.table.is_empty());
     }
 

@@ -5,6 +5,9 @@
 //!
 //! `--profiler jdk` measures JDK 25's own CPU-time sampler the same way instead (a JFR
 //! recording with only `jdk.CPUTimeSample`, throttle = the interval), for comparison.
+//! `--options` adds agent options to the measured runs; `--baseline-options` runs the agent in
+//! the baseline too, with other options (`--options cstack=dwarf --baseline-options cstack=fp`
+//! measures what call-frame unwinding costs over frame pointers).
 //!
 //! `cargo run --release -p tools --bin jfrnative-overhead -- --interval 10ms --runs 5`
 
@@ -45,6 +48,13 @@ struct Args {
     /// Work rounds per thread (about 9 ms of CPU each here: 400 is about 3.5 CPU-s per run).
     #[arg(long, default_value_t = 400)]
     rounds: u32,
+    /// More agent options for the measured runs (e.g. `cstack=fp`).
+    #[arg(long, default_value = "")]
+    options: String,
+    /// Run the agent in the baseline too, with these options instead of the measured ones
+    /// (e.g. `cstack=fp`); default: the baseline runs without any profiler.
+    #[arg(long)]
+    baseline_options: Option<String>,
 }
 
 struct Run {
@@ -53,6 +63,21 @@ struct Run {
     samples: u64,
     lost: u64,
     file_bytes: u64,
+    /// The agent's native walk time, p50 and p99 in µs.
+    walk_us: Option<(f64, f64)>,
+}
+
+/// p50 and p99 from the agent's `native walk time: p50 <= X us, p99 <= Y us` line.
+fn walk_times_us(stderr: &str) -> Option<(f64, f64)> {
+    let line = stderr.lines().find(|l| l.contains("native walk time:"))?;
+    let numbers: Vec<f64> = line
+        .split_whitespace()
+        .filter_map(|w| w.trim_end_matches(',').parse().ok())
+        .collect();
+    match numbers.as_slice() {
+        [p50, p99] => Some((*p50, *p99)),
+        _ => None,
+    }
 }
 
 fn children_cpu() -> Duration {
@@ -93,7 +118,7 @@ fn summary_number(stderr: &str, before: Option<&str>, after: Option<&str>) -> u6
 /// How a profiled run is started.
 #[derive(Clone, Copy)]
 enum With<'a> {
-    /// `-agentpath:LIB=file=...,interval=...`.
+    /// `-agentpath:LIB=file=...,OPTIONS` (OPTIONS: `interval=...` and more).
     Agent(&'a Path, &'a str),
     /// `-XX:StartFlightRecording` with the given settings file.
     Jdk(&'a Path),
@@ -151,9 +176,9 @@ fn run_once(
 ) -> Result<Run, String> {
     let mut cmd = Command::new(java);
     match with {
-        Some(With::Agent(lib, interval)) => {
+        Some(With::Agent(lib, options)) => {
             cmd.arg(format!(
-                "-agentpath:{}=file={},interval={interval}",
+                "-agentpath:{}=file={},{options}",
                 lib.display(),
                 file.display()
             ));
@@ -203,6 +228,7 @@ fn run_once(
         samples,
         lost,
         file_bytes,
+        walk_us: walk_times_us(&stderr),
     })
 }
 
@@ -251,28 +277,48 @@ fn run(args: Args) -> Result<(), String> {
     let file = dir.join("overhead.jfr");
     let settings = dir.join("cpu-time-only.jfc");
     std::fs::write(&settings, jdk_settings(&args.interval)).map_err(|e| e.to_string())?;
+    let agent_options = |extra: &str| {
+        let mut o = format!("interval={}", args.interval);
+        if !extra.is_empty() {
+            o.push(',');
+            o.push_str(extra);
+        }
+        o
+    };
+    let (measured_options, baseline_options) = (
+        agent_options(&args.options),
+        args.baseline_options.as_deref().map(agent_options),
+    );
     let with_agent = Some(match args.profiler {
-        Profiler::Agent => With::Agent(agent.as_path(), args.interval.as_str()),
+        Profiler::Agent => With::Agent(agent.as_path(), measured_options.as_str()),
         Profiler::Jdk => With::Jdk(settings.as_path()),
     });
+    let baseline = baseline_options
+        .as_deref()
+        .map(|o| With::Agent(agent.as_path(), o));
 
     let (mut cpu_ratio, mut wall_ratio, mut per_cpu_s, mut bytes_per_sample, mut startup_ms) =
         (vec![], vec![], vec![], vec![], vec![]);
+    let (mut walk_p50, mut walk_p99) = (vec![], vec![]);
     let mut lost = 0;
     for i in 0..args.runs {
         let (base, with) = if i % 2 == 0 {
-            let b = run_once(&java, &dir, None, args.rounds, &file)?;
+            let b = run_once(&java, &dir, baseline, args.rounds, &file)?;
             (b, run_once(&java, &dir, with_agent, args.rounds, &file)?)
         } else {
             let w = run_once(&java, &dir, with_agent, args.rounds, &file)?;
-            (run_once(&java, &dir, None, args.rounds, &file)?, w)
+            (run_once(&java, &dir, baseline, args.rounds, &file)?, w)
         };
+        if let Some((p50, p99)) = with.walk_us {
+            walk_p50.push(p50);
+            walk_p99.push(p99);
+        }
         cpu_ratio.push(with.cpu.as_secs_f64() / base.cpu.as_secs_f64());
         wall_ratio.push(with.wall.as_secs_f64() / base.wall.as_secs_f64());
         per_cpu_s.push(with.samples as f64 / with.cpu.as_secs_f64());
         bytes_per_sample.push(with.file_bytes as f64 / with.samples.max(1) as f64);
         lost += with.lost;
-        let idle_base = run_once(&java, &dir, None, 0, &file)?;
+        let idle_base = run_once(&java, &dir, baseline, 0, &file)?;
         let idle_with = run_once(&java, &dir, with_agent, 0, &file)?;
         startup_ms.push((idle_with.cpu.as_secs_f64() - idle_base.cpu.as_secs_f64()) * 1e3);
         eprintln!(
@@ -289,14 +335,19 @@ fn run(args: Args) -> Result<(), String> {
         );
     }
     println!(
-        "{} overhead, interval={}, {} interleaved pairs, {}",
+        "{} overhead, interval={}, {} interleaved pairs, {}; measured: {}; baseline: {}",
         match args.profiler {
             Profiler::Agent => "jfr-native",
             Profiler::Jdk => "JDK jdk.CPUTimeSample",
         },
         args.interval,
         args.runs,
-        java_home.display()
+        java_home.display(),
+        match args.profiler {
+            Profiler::Agent => measured_options.as_str(),
+            Profiler::Jdk => "JFR settings with jdk.CPUTimeSample only",
+        },
+        baseline_options.as_deref().unwrap_or("no profiler"),
     );
     println!(
         "  process CPU time ratio (median): {:.4}  ({:+.2}%)",
@@ -321,6 +372,13 @@ fn run(args: Args) -> Result<(), String> {
         "  start-up CPU cost (median):      {:.1} ms",
         median(startup_ms)
     );
+    if !walk_p50.is_empty() {
+        println!(
+            "  native walk time (median of runs): p50 <= {:.2} us, p99 <= {:.2} us",
+            median(walk_p50),
+            median(walk_p99)
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

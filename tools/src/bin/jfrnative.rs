@@ -38,6 +38,10 @@ struct Common {
     /// CPU time between two samples of a thread (ns, us, ms, s).
     #[arg(short, long, default_value = "10ms")]
     interval: String,
+    /// How native frames are unwound: dwarf (call-frame information, frame pointers where a
+    /// library has none) or fp (frame pointers only).
+    #[arg(long, default_value = "dwarf", value_parser = ["dwarf", "fp"])]
+    cstack: String,
     /// The agent library (default: libjfrnative.so next to this executable).
     #[arg(long)]
     agent: Option<PathBuf>,
@@ -167,7 +171,12 @@ fn record(a: RecordArgs) -> Result<ExitCode, Failure> {
         std::env::var_os("PATH").as_deref(),
     )?;
     let output = a.output.unwrap_or_else(|| default_name("jfrnative"));
-    let session = Session::new(a.common.agent.as_deref(), &output, &a.common.interval)?;
+    let session = Session::new(
+        a.common.agent.as_deref(),
+        &output,
+        &a.common.interval,
+        &a.common.cstack,
+    )?;
     let status = run_java(&session, &java, args)?;
     session.finish(a.common.top)?;
     Ok(ExitCode::from(
@@ -188,7 +197,12 @@ fn attach_command(a: AttachArgs) -> Result<ExitCode, Failure> {
     let output = a
         .output
         .unwrap_or_else(|| default_name(&format!("jfrnative-{}", a.pid)));
-    let session = Session::new(a.common.agent.as_deref(), &output, &a.common.interval)?;
+    let session = Session::new(
+        a.common.agent.as_deref(),
+        &output,
+        &a.common.interval,
+        &a.common.cstack,
+    )?;
     let interrupted = session::on_interrupt(Arc::new(AtomicI32::new(0)))?;
     let reply = attach::load_agent(
         a.pid,
@@ -260,6 +274,7 @@ fn demo_command(a: DemoArgs) -> Result<ExitCode, Failure> {
         a.common.agent.as_deref(),
         &a.dir.join("demo.jfr"),
         &a.common.interval,
+        &a.common.cstack,
     )?;
     eprintln!(
         "jfrnative demo: recording {:.1} s of 4 threads: c-checksum (our C), zlib-compress \
@@ -282,7 +297,8 @@ fn demo_command(a: DemoArgs) -> Result<ExitCode, Failure> {
     println!(
         "\nThe native functions above are what the JDK's own profilers show only as \
          JfrNativeDemo.checksum, .compress and .sort.\nzlib and libc's qsort are built \
-         without frame pointers on Debian, so their stacks may skip callers (marked truncated); \
+         without frame pointers on Debian: their stacks are whole because the agent unwinds \
+         them from call-frame information (.eh_frame; --cstack fp would cut them short); \
          functions without a symbol show as library+offset.\nOpen {} in JDK Mission Control \
          (File > Open File) to see the native frames in its stack traces.",
         session.outputs.symbolized.display()
