@@ -3,6 +3,7 @@
 
 pub mod golden;
 pub mod jdk;
+pub mod natives;
 pub mod readers;
 pub mod symlibs;
 pub mod workload;

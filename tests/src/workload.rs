@@ -9,7 +9,8 @@ use std::sync::OnceLock;
 use crate::jdk::{find, Jdk};
 use crate::readers::run;
 
-fn repo() -> PathBuf {
+/// The workspace root.
+pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
@@ -45,24 +46,37 @@ pub fn workload_dir() -> PathBuf {
                 std::env::temp_dir().join(format!("jfrnative-workload-{}", std::process::id()));
             std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
             let src = repo().join("testdata/java");
-            let include = jdk.home.join("include");
-            run(Command::new("gcc")
-                .args(["-O2", "-fno-omit-frame-pointer", "-shared", "-fPIC"])
-                .arg(format!("-I{}", include.display()))
-                .arg(format!("-I{}", include.join("linux").display()))
+            run(jni_gcc(&jdk, &["-O2", "-fno-omit-frame-pointer"])
                 .arg(src.join("burner.c"))
                 .arg("-o")
                 .arg(dir.join("libburner.so")))?;
-            let javac =
-                crate::jdk::javac_for(&jdk).ok_or("no javac found to compile Burner.java")?;
-            run(Command::new(javac)
-                .args(["--release", "17", "-d"])
-                .arg(&dir)
-                .arg(src.join("Burner.java")))?;
+            javac(&jdk, &src.join("Burner.java"), &dir)?;
             Ok(dir)
         })
         .clone()
         .unwrap_or_else(|e| panic!("building the workload: {e}"))
+}
+
+/// `gcc FLAGS -shared -fPIC` with `jdk`'s JNI headers; add sources, `-o` and libraries.
+pub fn jni_gcc(jdk: &Jdk, flags: &[&str]) -> Command {
+    let include = jdk.home.join("include");
+    let mut cmd = Command::new("gcc");
+    cmd.args(flags)
+        .args(["-shared", "-fPIC"])
+        .arg(format!("-I{}", include.display()))
+        .arg(format!("-I{}", include.join("linux").display()));
+    cmd
+}
+
+/// Compiles `source` into `dir` with `--release 17`, so that both JDKs run it.
+pub fn javac(jdk: &Jdk, source: &Path, dir: &Path) -> Result<(), String> {
+    let javac = crate::jdk::javac_for(jdk)
+        .ok_or_else(|| format!("no javac found to compile {}", source.display()))?;
+    run(Command::new(javac)
+        .args(["--release", "17", "-d"])
+        .arg(dir)
+        .arg(source))
+    .map(drop)
 }
 
 /// `target/release/NAME`, a binary of the `tools` package, built once per test process.
@@ -83,7 +97,19 @@ pub fn java_with_agent(
     seconds: f64,
     threads: &str,
 ) -> Command {
-    let dir = workload_dir();
+    let mut cmd = java_with_agent_in(jdk, agent_options, jvm_args, &workload_dir());
+    cmd.arg("Burner").arg(seconds.to_string()).arg(threads);
+    cmd
+}
+
+/// `java [jvm_args] -agentpath:...=agent_options` with `dir` as class and library path; add the
+/// main class and its arguments.
+pub fn java_with_agent_in(
+    jdk: &Jdk,
+    agent_options: &str,
+    jvm_args: &[&str],
+    dir: &Path,
+) -> Command {
     let mut cmd = Command::new(jdk.tool("java"));
     cmd.args(jvm_args)
         .arg(format!(
@@ -92,10 +118,7 @@ pub fn java_with_agent(
         ))
         .arg(format!("-Djava.library.path={}", dir.display()))
         .arg("-cp")
-        .arg(&dir)
-        .arg("Burner")
-        .arg(seconds.to_string())
-        .arg(threads);
+        .arg(dir);
     cmd
 }
 
@@ -107,17 +130,25 @@ pub fn run_workload(
     seconds: f64,
     threads: &str,
 ) -> Output {
-    let out = java_with_agent(jdk, agent_options, jvm_args, seconds, threads)
-        .output()
-        .expect("java runs");
-    assert!(
-        out.status.success(),
-        "{} failed: {}\n{}",
-        jdk.name(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    run_java(
+        jdk,
+        &mut java_with_agent(jdk, agent_options, jvm_args, seconds, threads),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs `java` of `jdk` to completion; an error with its output if it fails.
+pub fn run_java(jdk: &Jdk, java: &mut Command) -> Result<Output, String> {
+    let out = java.output().map_err(|e| format!("{java:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} failed: {}\n{}",
+            jdk.name(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(out)
 }
 
 /// The `CPU <thread> <ns>` lines the workload prints: each thread's CPU time per ThreadMXBean.

@@ -8,6 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use tests::jdk::{javac_for, oracle_jdks, Jdk};
+use tests::natives::Symbols;
 use tests::readers::{cpu_sample_events, jfr_json, run};
 use tests::workload::{agent_library, tool_binary, workload_dir};
 
@@ -261,6 +262,57 @@ fn attach_records_a_running_jvm_twice_and_leaves_it_running() {
     }
 }
 
+/// In the demo, zlib's and qsort's samples (libraries without frame pointers) reach their JNI
+/// function and are not truncated.
+fn demo_stacks_are_whole(jdk: &Jdk, recording: &Path) {
+    let reading = jfr_json(jdk, recording).unwrap();
+    let symbols = Symbols::new(&reading);
+    for (thread, jni) in [
+        ("zlib-compress", "Java_JfrNativeDemo_compress"),
+        ("libc-qsort", "Java_JfrNativeDemo_sort"),
+    ] {
+        let in_system_code: Vec<_> = reading
+            .samples
+            .iter()
+            .filter(|s| s.thread == thread)
+            .filter(|s| {
+                s.pcs
+                    .first()
+                    .is_some_and(|&pc| !symbols.frame(pc).in_library("libjfrnative_demo"))
+            })
+            .collect();
+        let whole = in_system_code
+            .iter()
+            .filter(|s| {
+                s.native_truncated == Some(false)
+                    && symbols
+                        .frames(s)
+                        .last()
+                        .is_some_and(|f| f.is("libjfrnative_demo.so", jni))
+            })
+            .count();
+        eprintln!(
+            "demo: {thread}: {whole} of {} samples in system code reach {jni}",
+            in_system_code.len()
+        );
+        assert!(
+            in_system_code.len() >= 20,
+            "{thread}: {} samples",
+            in_system_code.len()
+        );
+        assert!(
+            whole * 100 >= in_system_code.len() * 95,
+            "{thread}: {whole} of {} whole; first: {}",
+            in_system_code.len(),
+            in_system_code
+                .iter()
+                .map(|s| symbols.describe(s))
+                .next()
+                .unwrap_or_default()
+        );
+    }
+}
+
 #[test]
 fn demo_shows_c_zlib_and_libc_hot_paths() {
     let Some(jdk) = oracle_jdks()
@@ -291,6 +343,7 @@ fn demo_shows_c_zlib_and_libc_hot_paths() {
     assert!(libc > 5.0, "libc: {libc}%\n{stdout}");
     assert!(stdout.contains("JDK Mission Control"), "{stdout}");
     check_outputs(&jdk, &dir.join("demo.jfr"), &stdout, "mix");
+    demo_stacks_are_whole(&jdk, &dir.join("demo.jfr"));
     // A second run reuses the build.
     let stamp = dir.join("build/built-with");
     let built = std::fs::metadata(&stamp).unwrap().modified().unwrap();
