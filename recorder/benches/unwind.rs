@@ -514,7 +514,7 @@ fn bench_libjvm(c: &mut Criterion) {
     eprintln!(
         "libjvm ours: build {:.1} ms (median of 3), {} FDEs, {} rows, table heap {} KiB",
         median(times).as_secs_f64() * 1e3,
-        built.fdes,
+        built.eh_frame_fdes + built.debug_frame_fdes,
         table.len(),
         table.heap_bytes() >> 10
     );
