@@ -68,8 +68,31 @@ impl CodeKind for CodeMap {
 
     #[inline]
     fn rule(&self, pc: u64) -> Rule {
-        self.range(pc)
-            .and_then(|r| r.library)
+        self.range(pc).map_or(Rule::NONE, |r| self.rule_in(r, pc))
+    }
+
+    #[inline]
+    fn classify(&self, pc: u64, rule_pc: Option<u64>) -> (Code, Rule) {
+        let Some(range) = self.range(pc) else {
+            return (Code::Unknown, Rule::NONE);
+        };
+        let rule = match rule_pc {
+            Some(at) if range.code == Code::Native && range.start <= at && at < range.end => {
+                self.rule_in(range, at)
+            }
+            Some(at) if range.code == Code::Native => self.rule(at),
+            _ => Rule::NONE,
+        };
+        (range.code, rule)
+    }
+}
+
+impl CodeMap {
+    /// The rule at `pc`, which lies in `range`.
+    #[inline]
+    fn rule_in(&self, range: &Range, pc: u64) -> Rule {
+        range
+            .library
             .and_then(|i| self.tables.get(i))
             .and_then(|t| t.as_deref())
             .map_or(Rule::NONE, |t| t.rule(pc))

@@ -55,6 +55,18 @@ pub trait CodeKind {
     fn rule(&self, _pc: u64) -> Rule {
         Rule::NONE
     }
+
+    /// The kind of code at `pc` and, if it is native and `rule_pc` is given, the rule at
+    /// `rule_pc` (`pc`, or `pc - 1` for a return address). One lookup where an implementation
+    /// can share it.
+    fn classify(&self, pc: u64, rule_pc: Option<u64>) -> (Code, Rule) {
+        let code = self.kind(pc);
+        let rule = match (code, rule_pc) {
+            (Code::Native, Some(at)) => self.rule(at),
+            _ => Rule::NONE,
+        };
+        (code, rule)
+    }
 }
 
 /// Reads 8-byte words, or refuses.

@@ -110,7 +110,9 @@ pub fn walk(
     // (looked up at pc - 1: a call can be the last instruction of a function).
     let mut exact_pc = true;
     loop {
-        match code.kind(r.pc) {
+        let rule_pc = cfi.then(|| if exact_pc { r.pc } else { r.pc.wrapping_sub(1) });
+        let (kind, rule) = code.classify(r.pc, rule_pc);
+        match kind {
             Code::Java => return (n, Stop::ReachedJava),
             Code::Unknown => return (n, Stop::UnknownCode),
             Code::Native => {}
@@ -120,11 +122,6 @@ pub fn walk(
         };
         *slot = r.pc;
         n = n.wrapping_add(1);
-        let rule = if cfi {
-            code.rule(if exact_pc { r.pc } else { r.pc.wrapping_sub(1) })
-        } else {
-            Rule::NONE
-        };
         let next = match rule.kind() {
             Kind::End => return (n, Stop::EndOfStack),
             Kind::Signal => {
