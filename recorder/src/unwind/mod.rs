@@ -1,7 +1,7 @@
 //! Unwinding the native frames above the first Java frame, in the signal handler.
 //!
 //! The handler's path, in reading order:
-//! - [`walk`]: the walk itself, from the interrupted registers: call-frame information where a
+//! - [`mod@walk`]: the walk itself, from the interrupted registers: call-frame information where a
 //!   library has it, frame pointers where it has not, through signal frames and PLT stubs,
 //!   until the first Java frame. Pure: memory is read through [`Memory`] (bounds-checked by
 //!   the caller) and code is classified through [`CodeKind`], so it is tested over synthetic
