@@ -50,6 +50,13 @@ struct Common {
     top: usize,
 }
 
+impl Common {
+    /// A recording into `output` with these options.
+    fn session(&self, output: &Path) -> Result<Session, String> {
+        Session::new(self.agent.as_deref(), output, &self.interval, &self.cstack)
+    }
+}
+
 #[derive(Args, Debug)]
 struct RecordArgs {
     #[command(flatten)]
@@ -171,12 +178,7 @@ fn record(a: RecordArgs) -> Result<ExitCode, Failure> {
         std::env::var_os("PATH").as_deref(),
     )?;
     let output = a.output.unwrap_or_else(|| default_name("jfrnative"));
-    let session = Session::new(
-        a.common.agent.as_deref(),
-        &output,
-        &a.common.interval,
-        &a.common.cstack,
-    )?;
+    let session = a.common.session(&output)?;
     let status = run_java(&session, &java, args)?;
     session.finish(a.common.top)?;
     Ok(ExitCode::from(
@@ -197,12 +199,7 @@ fn attach_command(a: AttachArgs) -> Result<ExitCode, Failure> {
     let output = a
         .output
         .unwrap_or_else(|| default_name(&format!("jfrnative-{}", a.pid)));
-    let session = Session::new(
-        a.common.agent.as_deref(),
-        &output,
-        &a.common.interval,
-        &a.common.cstack,
-    )?;
+    let session = a.common.session(&output)?;
     let interrupted = session::on_interrupt(Arc::new(AtomicI32::new(0)))?;
     let reply = attach::load_agent(
         a.pid,
@@ -270,12 +267,7 @@ fn demo_command(a: DemoArgs) -> Result<ExitCode, Failure> {
         home.display()
     );
     let build = session::absolute(&demo::build(&a.dir, &home)?)?;
-    let session = Session::new(
-        a.common.agent.as_deref(),
-        &a.dir.join("demo.jfr"),
-        &a.common.interval,
-        &a.common.cstack,
-    )?;
+    let session = a.common.session(&a.dir.join("demo.jfr"))?;
     eprintln!(
         "jfrnative demo: recording {:.1} s of 4 threads: c-checksum (our C), zlib-compress \
          (zlib), libc-qsort (libc's qsort calling a C comparator), java-hashmap (Java)",
