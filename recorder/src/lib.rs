@@ -1,18 +1,19 @@
 //! jfr-native's JVMTI agent (`libjfrnative.so`): samples every Java thread by its own CPU time
-//! and records, for each sample, the native frames above the first Java frame (frame-pointer
-//! walk) and the Java frames (AsyncGetCallTrace) into a JFR file (`jdk.CPUTimeSample` with a
+//! and records, for each sample, the native frames above the first Java frame (unwound from
+//! call-frame information, or frame pointers) and the Java frames (AsyncGetCallTrace) into a JFR file (`jdk.CPUTimeSample` with a
 //! `nativeStackTrace`, JDK-8373791).
 //!
 //! `java -agentpath:libjfrnative.so=file=out.jfr,interval=10ms ...`; options in [`options`].
 //!
 //! A sample's way: per-thread CPU timer (`timer_create` on the thread's CPU clock,
-//! `SIGEV_THREAD_ID`) → signal on that thread → `signal::on_sample`: frame-pointer walk within
-//! the thread's stack bounds ([`unwind`], [`stack`]), AsyncGetCallTrace ([`agct`]), one record
+//! `SIGEV_THREAD_ID`) → signal on that thread → `signal::on_sample`: native walk within the
+//! thread's stack bounds ([`unwind`], [`stack`]; tables kept current by `unwind::watcher`), AsyncGetCallTrace ([`agct`]), one record
 //! into the thread's ring ([`ring`], [`slots`]) → the writer thread (`drain`) resolves methods
 //! and writes events through `jfr-writer`, rotating chunks.
 //!
-//! `unsafe` lives in `jvmti/`, `os`, `ucontext`, `stack`, `slots`, `agct`, `codemap` (one
-//! pointer load) and the entry points below.
+//! `unsafe` lives in `jvmti/`, `os`, `ucontext`, `stack`, `slots`, `agct`, `codemap` (publishing
+//! and freeing snapshots), `unwind::tables` (mapping a library, copying the vDSO) and the entry
+//! points below.
 
 pub mod agct;
 mod agent;
