@@ -54,6 +54,16 @@ impl CodeMap {
             .filter(|r| pc < r.end)
     }
 
+    /// The rule at `pc`, which lies in `range`.
+    #[inline]
+    fn rule_in(&self, range: &Range, pc: u64) -> Rule {
+        range
+            .library
+            .and_then(|i| self.tables.get(i))
+            .and_then(|t| t.as_deref())
+            .map_or(Rule::NONE, |t| t.rule(pc))
+    }
+
     /// Gives each library its unwind table (`tables` in the order of [`CodeMap::libraries`]).
     pub fn set_tables(&mut self, tables: Vec<Option<Arc<Table>>>) {
         self.tables = tables;
@@ -84,18 +94,6 @@ impl CodeKind for CodeMap {
             _ => Rule::NONE,
         };
         (range.code, rule)
-    }
-}
-
-impl CodeMap {
-    /// The rule at `pc`, which lies in `range`.
-    #[inline]
-    fn rule_in(&self, range: &Range, pc: u64) -> Rule {
-        range
-            .library
-            .and_then(|i| self.tables.get(i))
-            .and_then(|t| t.as_deref())
-            .map_or(Rule::NONE, |t| t.rule(pc))
     }
 }
 

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use serde_json::Value;
 use tests::golden::SampleView;
 use tests::jdk::{oracle_jdks, Jdk};
+use tests::natives::Symbols;
 use tests::readers::{jfr_json, jfrs, recording_file, run};
-use tests::workload::{functions, java_with_agent, run_workload, thread_cpu_ns, workload_dir};
+use tests::workload::{java_with_agent, run_workload, thread_cpu_ns, workload_dir};
 
 fn out_dir(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("jfrnative-agent-{}-{test}", std::process::id()));
@@ -18,53 +18,17 @@ fn out_dir(test: &str) -> PathBuf {
     dir
 }
 
-/// `(base, top, name, fileOffset)` of every `jdk.NativeLibrary` event.
-fn libraries(jdk: &Jdk, file: &Path) -> Vec<(u64, u64, String, u64)> {
-    let text = run(Command::new(jdk.tool("jfr"))
-        .args(["print", "--json", "--events", "jdk.NativeLibrary"])
-        .arg(file))
-    .unwrap();
-    let json: Value = serde_json::from_str(&text).unwrap();
-    json["recording"]["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            let v = &e["values"];
-            (
-                v["baseAddress"].as_u64().unwrap(),
-                v["topAddress"].as_u64().unwrap(),
-                v["name"].as_str().unwrap().to_string(),
-                v["fileOffset"].as_u64().unwrap(),
-            )
-        })
-        .collect()
-}
-
-/// The function of libburner.so containing `pc`, if any.
-fn burner_function(
-    pc: u64,
-    libs: &[(u64, u64, String, u64)],
-    funcs: &[(u64, u64, String)],
-) -> Option<String> {
-    let (base, _, _, offset) = libs
-        .iter()
-        .find(|(b, t, n, _)| n.ends_with("/libburner.so") && *b <= pc && pc < *t)?;
-    let vaddr = pc - base + offset;
-    funcs
-        .iter()
-        .find(|(s, e, _)| *s <= vaddr && vaddr < *e)
-        .map(|(_, _, n)| n.clone())
+/// The function of libburner.so at `pc`, if the pc is there.
+fn burner_function(symbols: &Symbols, pc: u64) -> Option<String> {
+    let frame = symbols.frame(pc);
+    (frame.library.as_deref() == Some("libburner.so"))
+        .then_some(frame.function)
+        .flatten()
 }
 
 /// At least 99% of the `w-native` samples whose leaf is in `level3` carry the exact native chain
 /// up to the JNI function, then the expected Java frames.
-fn assert_exact_chains(
-    what: &str,
-    samples: &[SampleView],
-    libs: &[(u64, u64, String, u64)],
-    funcs: &[(u64, u64, String)],
-) {
+fn assert_exact_chains(what: &str, samples: &[SampleView], symbols: &Symbols) {
     let chain = ["level3", "level2", "level1", "Java_Burner_nativeBurn"];
     let in_leaf: Vec<&SampleView> = samples
         .iter()
@@ -72,7 +36,7 @@ fn assert_exact_chains(
         .filter(|s| {
             s.pcs
                 .first()
-                .and_then(|&pc| burner_function(pc, libs, funcs))
+                .and_then(|&pc| burner_function(symbols, pc))
                 .as_deref()
                 == Some("level3")
         })
@@ -83,7 +47,7 @@ fn assert_exact_chains(
             let names: Vec<Option<String>> = s
                 .pcs
                 .iter()
-                .map(|&pc| burner_function(pc, libs, funcs))
+                .map(|&pc| burner_function(symbols, pc))
                 .collect();
             names.len() == chain.len()
                 && names
@@ -120,20 +84,19 @@ fn assert_exact_chains(
 fn check_recording(jdk: &Jdk, file: &Path, stdout: &[u8], interval: &str) {
     let what = format!("{} at {interval}", jdk.name());
     let reading = jfr_json(jdk, file).unwrap_or_else(|e| panic!("{what}: {e}"));
-    let libs = libraries(jdk, file);
-    let funcs = functions(&workload_dir().join("libburner.so"));
+    let symbols = Symbols::new(&reading);
 
     // Every pc of every native frame lies in a jdk.NativeLibrary range.
     for s in &reading.samples {
-        for pc in &s.pcs {
+        for &pc in &s.pcs {
             assert!(
-                libs.iter().any(|(b, t, _, _)| b <= pc && pc < t),
+                symbols.frame(pc).library.is_some(),
                 "{what}: pc {pc:#x} in no library"
             );
         }
     }
 
-    assert_exact_chains(&what, &reading.samples, &libs, &funcs);
+    assert_exact_chains(&what, &reading.samples, &symbols);
     // The Java thread runs JIT/interpreted code: no native frames in most samples.
     let java_thread: Vec<&SampleView> = reading
         .samples
@@ -423,13 +386,7 @@ fn attach_samples_threads_that_already_run() {
         );
         let what = format!("{} after attach", jdk.name());
         let reading = jfr_json(&jdk, &file).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let libs = libraries(&jdk, &file);
-        assert_exact_chains(
-            &what,
-            &reading.samples,
-            &libs,
-            &functions(&workload.join("libburner.so")),
-        );
+        assert_exact_chains(&what, &reading.samples, &Symbols::new(&reading));
         let java = reading
             .samples
             .iter()

@@ -1,7 +1,7 @@
 //! Unwind tables for the loaded libraries: each library's table is built once, from the file
 //! that is mapped (checked by inode) or, for the vDSO, from its image in memory, and kept while
-//! the library stays loaded. Off the handler (the writer thread); the code map hands the tables
-//! to the handler.
+//! the library stays loaded. Off the handler (the writer thread, or a Java thread about to call
+//! a new native method: see [`super::watcher`]); the code map hands the tables to the handler.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ pub struct TableStats {
     pub bytes: usize,
     /// Rows in the tables in use.
     pub rows: usize,
-    /// CPU time spent building tables, in total (ns of the writer thread).
+    /// CPU time spent building tables, in total (ns, of the threads that built them).
     pub build_cpu_ns: u64,
 }
 
