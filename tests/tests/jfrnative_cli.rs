@@ -220,30 +220,54 @@ fn ctrl_c_stops_a_recording_and_still_reports() {
     check_outputs(&jdk, &recording, &stdout, "level3");
 }
 
-fn start_jvm(jdk: &Jdk, jvm_args: &[&str], seconds: f64) -> Child {
-    let mut child = Command::new(jdk.tool("java"))
-        .args(jvm_args)
-        .args(burner_args(seconds))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+/// A JVM started for a test, killed when the test ends, even by a failed assertion.
+struct TestJvm(Child);
+
+impl TestJvm {
+    fn id(&self) -> u32 {
+        self.0.id()
+    }
+
+    fn is_running(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for TestJvm {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts Burner for `seconds` (more than a test needs: it is killed at the end) and waits
+/// until it can be attached to.
+fn start_jvm(jdk: &Jdk, jvm_args: &[&str], seconds: f64) -> TestJvm {
+    let mut jvm = TestJvm(
+        Command::new(jdk.tool("java"))
+            .args(jvm_args)
+            .args(burner_args(seconds))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     // Attach needs the JVM past its start-up: libjvm mapped (slow on a loaded machine), then
     // Burner's threads running.
-    let maps = format!("/proc/{}/maps", child.id());
+    let maps = format!("/proc/{}/maps", jvm.id());
     wait_for("libjvm.so mapped", Duration::from_secs(30), || {
         std::fs::read_to_string(&maps).is_ok_and(|m| m.contains("/libjvm.so"))
     });
     std::thread::sleep(Duration::from_millis(1500));
-    assert!(child.try_wait().unwrap().is_none(), "the JVM exited early");
-    child
+    assert!(jvm.is_running(), "the JVM exited early");
+    jvm
 }
 
 #[test]
 fn attach_records_a_running_jvm_twice_and_leaves_it_running() {
     for jdk in oracle_jdks() {
         let dir = out_dir(&format!("attach{}", jdk.major));
-        let mut jvm = start_jvm(&jdk, &[], 60.0);
+        let mut jvm = start_jvm(&jdk, &[], 600.0);
         let pid = jvm.id().to_string();
         for round in 0..2 {
             let recording = dir.join(format!("att{round}.jfr"));
@@ -255,10 +279,8 @@ fn attach_records_a_running_jvm_twice_and_leaves_it_running() {
             let (stdout, stderr) = text(&out);
             assert!(out.status.success(), "{}: {stdout}\n{stderr}", jdk.name());
             check_outputs(&jdk, &recording, &stdout, "level3");
-            assert!(jvm.try_wait().unwrap().is_none(), "the JVM keeps running");
+            assert!(jvm.is_running(), "the JVM keeps running");
         }
-        jvm.kill().unwrap();
-        let _ = jvm.wait();
     }
 }
 
@@ -454,7 +476,7 @@ fn every_error_names_what_to_do() {
             .args(burner_args(1.0)),
         "bad agent option 'interval'",
     );
-    let mut closed = start_jvm(&jdk, &["-XX:+DisableAttachMechanism"], 60.0);
+    let closed = start_jvm(&jdk, &["-XX:+DisableAttachMechanism"], 600.0);
     fails_with(
         jfrnative().args([
             "attach",
@@ -469,14 +491,11 @@ fn every_error_names_what_to_do() {
             closed.id()
         ),
     );
-    closed.kill().unwrap();
-    let _ = closed.wait();
-    let mut jvm = start_jvm(&jdk, &[], 60.0);
+    drop(closed);
+    let mut jvm = start_jvm(&jdk, &[], 600.0);
     fails_with(
         jfrnative().args(["attach", &jvm.id().to_string(), "-i", "fast", "-o", out]),
         "bad agent option 'interval'",
     );
-    assert!(jvm.try_wait().unwrap().is_none(), "the JVM keeps running");
-    jvm.kill().unwrap();
-    let _ = jvm.wait();
+    assert!(jvm.is_running(), "the JVM keeps running");
 }

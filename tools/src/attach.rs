@@ -62,6 +62,16 @@ fn process_euid(pid: u32) -> Option<u32> {
     uids.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Whether process `pid` has exited and waits to be reaped (state `Z` or `X`): its maps are
+/// then empty, which must not read as "not a JVM".
+fn has_exited(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("State:"))
+            .is_some_and(|state| matches!(state.trim_start().chars().next(), Some('Z' | 'X')))
+    })
+}
+
 /// Checks that `pid` is a running HotSpot JVM this user may attach to.
 pub fn check_target(pid: u32) -> Result<(), AttachError> {
     let maps = match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
@@ -75,6 +85,9 @@ pub fn check_target(pid: u32) -> Result<(), AttachError> {
             ))
         }
     };
+    if has_exited(pid) {
+        return fail(format!("process {pid} has exited"));
+    }
     if !maps.lines().any(|l| l.ends_with("/libjvm.so")) {
         return fail(format!(
             "process {pid} is not a HotSpot JVM (it has no libjvm.so mapped); \
@@ -227,5 +240,19 @@ mod tests {
         assert!(e.0.contains("not a HotSpot JVM"), "{e}");
         let e = check_target(u32::MAX - 1).unwrap_err();
         assert!(e.0.contains("no process"), "{e}");
+    }
+
+    #[test]
+    fn an_exited_process_is_named_as_exited() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Not reaped yet: a zombie, whose maps are empty.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !has_exited(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let e = check_target(pid).unwrap_err();
+        child.wait().unwrap();
+        assert!(e.0.contains("has exited"), "{e}");
     }
 }
