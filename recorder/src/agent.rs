@@ -7,15 +7,18 @@ use std::sync::{Mutex, OnceLock};
 use std::thread::JoinHandle;
 
 use crate::drain::{self, Drain, DRAIN_PERIOD};
+use crate::hotspot::threads::ThreadLayout;
+use crate::hotspot::vmstructs::VmStructs;
 use crate::jvmti::sys::*;
 use crate::jvmti::{JObject, Jni, JniEnv, Jvmti, JvmtiEnvPtr, JvmtiEventCallbacks, Vm};
 use crate::options::{self, Command, Options};
 use crate::os::{self, ThreadTimer};
 use crate::signal::{self, RECORDING};
-use crate::slots::{Slot, FREE, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
+use crate::slots::{Identity, Slot, FREE, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
+use crate::stack::ThreadStack;
 use crate::stats::STATS;
 use crate::status::{self, State};
-use crate::{agct, ffi_guard};
+use crate::{agct, buffers, fault, ffi_guard};
 
 struct Agent {
     vm: Vm,
@@ -32,6 +35,14 @@ static AGENT: OnceLock<Agent> = OnceLock::new();
 static LIFECYCLE: Mutex<()> = Mutex::new(());
 /// The writer thread's tid: it is attached to the VM but never sampled.
 static DRAIN_TID: AtomicI32 = AtomicI32::new(0);
+/// Whether the signal handlers are installed (once, by the first recording that starts).
+static HANDLERS_INSTALLED: AtomicBool = AtomicBool::new(false);
+/// HotSpot's thread layout, read once (`None` if the JVM does not describe it).
+static THREAD_LAYOUT: OnceLock<Option<ThreadLayout>> = OnceLock::new();
+
+fn thread_layout() -> Option<ThreadLayout> {
+    *THREAD_LAYOUT.get_or_init(|| VmStructs::read().as_ref().and_then(ThreadLayout::new))
+}
 
 fn timestamp() -> String {
     jfr_writer::utc_timestamp(os::realtime_ns() / 1_000_000_000)
@@ -175,9 +186,8 @@ fn install(vm: Vm, command: Command, live: bool) -> Result<(), String> {
             "jfr-native: this JVM does not export AsyncGetCallTrace (HotSpot 17 to 25 do)".into(),
         );
     }
-    os::install_handler(signal, signal::on_sample)
-        .map_err(|e| format!("jfr-native: installing the handler for signal {signal}: {e}"))?;
-
+    // The signal handlers are installed by the first recording that starts, last of all: a
+    // load that fails leaves nothing behind (HotSpot unloads the library).
     set_callbacks(&jvmti)?;
     let agent = Agent {
         vm,
@@ -241,10 +251,12 @@ fn kernel_name(java_name: &str) -> String {
     java_name[..end].to_string()
 }
 
-/// On attach, arms the Java threads that already run. JVMTI gives neither their kernel tid nor
-/// their JNIEnv: the JNIEnv is `Thread.eetop` (the `JavaThread*`) plus the offset of the JNIEnv
-/// inside a JavaThread, measured on the calling thread; the tid is the one thread whose kernel
-/// name matches the Java name. Threads whose name is not unique are not sampled (reported).
+/// On attach (and at every later recording), arms the Java threads that already run. JVMTI
+/// gives neither their kernel tid nor their JNIEnv nor their stack: the JNIEnv is
+/// `Thread.eetop` (the `JavaThread*`) plus the offset of the JNIEnv inside a JavaThread,
+/// measured on the calling thread; the tid and the stack come from the JavaThread through the
+/// offsets HotSpot describes ([`crate::hotspot`]). Without those, a thread is matched by its
+/// kernel name if that is unique, and sampled with its leaf pc only (stack unknown).
 fn arm_existing_threads(agent: &'static Agent) {
     let Some(env) = agent.vm.jni_env() else {
         return;
@@ -260,7 +272,16 @@ fn arm_existing_threads(agent: &'static Agent) {
         return;
     };
     let env_offset = (env as i64).wrapping_sub(own_eetop);
-    let tids = tids_by_name();
+    let layout = thread_layout();
+    let tids = if layout.is_none() {
+        eprintln!(
+            "jfr-native: this JVM does not describe its threads (gHotSpotVMStructs): threads \
+             started before the attach are matched by name and sampled without native stacks"
+        );
+        tids_by_name()
+    } else {
+        Default::default()
+    };
     let own_tid = os::gettid();
     let mut skipped = Vec::new();
     for thread in agent.jvmti.all_threads().unwrap_or_default() {
@@ -268,19 +289,30 @@ fn arm_existing_threads(agent: &'static Agent) {
             continue;
         };
         let name = agent.jvmti.thread_name(thread).unwrap_or_default();
-        let tid = match tids.get(&kernel_name(&name)).map(Vec::as_slice) {
-            Some([tid]) => *tid,
-            _ => {
-                skipped.push(name);
-                continue;
+        let (tid, stack) = match layout {
+            Some(layout) => {
+                let Some(tid) = layout.tid(eetop as u64).filter(|&t| os::thread_exists(t)) else {
+                    continue; // exited meanwhile
+                };
+                let stack = layout
+                    .stack(eetop as u64)
+                    .map_or_else(ThreadStack::unknown, |(lo, hi)| ThreadStack::new(lo, hi));
+                (tid, stack)
             }
+            None => match tids.get(&kernel_name(&name)).map(Vec::as_slice) {
+                Some([tid]) => (*tid, ThreadStack::unknown()),
+                _ => {
+                    skipped.push(name);
+                    continue;
+                }
+            },
         };
         if tid == own_tid || tid == DRAIN_TID.load(Ordering::Acquire) {
             continue;
         }
         let thread_env = eetop.wrapping_add(env_offset) as JniEnv;
         let java_id = jni.java_thread_id(thread).unwrap_or(0);
-        arm_thread(agent, tid, thread_env, name, java_id);
+        arm_thread(agent, tid, thread_env, Identity { name, java_id }, stack);
     }
     if !skipped.is_empty() {
         eprintln!("jfr-native: not sampling {} threads started before the attach whose names are not unique: {}", skipped.len(), skipped.join(", "));
@@ -322,6 +354,7 @@ fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> R
     STATS.reset();
     signal::USE_CFI.store(options.cstack == options::CStack::Dwarf, Ordering::Release);
     agent.stop.store(false, Ordering::Release);
+    let options_depth = (options.depth, options.native_depth);
     let clock = drain::clock();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
     let handle = std::thread::Builder::new()
@@ -338,11 +371,50 @@ fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> R
     if let Ok(mut d) = agent.drain.lock() {
         *d = Some(handle);
     }
+    buffers::prepare(options_depth.0, options_depth.1);
+    signal::EPOCH.fetch_add(1, Ordering::SeqCst);
+    if let Err(e) = install_handlers(agent.signal) {
+        stop_writer(agent);
+        return Err(e);
+    }
     RECORDING.store(true, Ordering::Release);
     if let Some((env, thread)) = this_thread {
         register_current_thread(agent, env, thread);
     }
     Ok(())
+}
+
+/// Installs the fault hook and the timers' handler, once, right before the first timer is
+/// armed: the last step of a start, so a load that fails leaves no handler behind. If the
+/// second cannot be installed, the first is removed again.
+fn install_handlers(signal: i32) -> Result<(), String> {
+    if HANDLERS_INSTALLED.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    if !os::signal_is_free(signal) {
+        return Err(format!(
+            "jfr-native: signal {signal} got another handler before the recording started"
+        ));
+    }
+    fault::install()
+        .map_err(|e| format!("jfr-native: installing the fault handler failed: {e}"))?;
+    if let Err(e) = os::install_handler(signal, signal::on_sample) {
+        fault::uninstall();
+        return Err(format!(
+            "jfr-native: installing the handler for signal {signal}: {e}"
+        ));
+    }
+    HANDLERS_INSTALLED.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// Stops the writer thread, if one runs, and waits for it (it finishes the file).
+fn stop_writer(agent: &'static Agent) {
+    agent.stop.store(true, Ordering::Release);
+    if let Some(handle) = agent.drain.lock().ok().and_then(|mut d| d.take()) {
+        handle.thread().unpark();
+        let _ = handle.join();
+    }
 }
 
 fn run_drain(
@@ -400,14 +472,26 @@ fn register_current_thread(agent: &'static Agent, env: JniEnv, thread: JObject) 
     }
     let name = agent.jvmti.thread_name(thread).unwrap_or_default();
     let java_id = Jni(env).java_thread_id(thread).unwrap_or(0);
-    arm_thread(agent, tid, env, name, java_id);
+    arm_thread(
+        agent,
+        tid,
+        env,
+        Identity { name, java_id },
+        ThreadStack::of_current_thread(),
+    );
 }
 
 /// Arms the CPU timer of thread `tid` (from any thread), in the thread's slot from an earlier
-/// recording if it has one of the right size, else in a new slot. Holds the slot list's lock
+/// recording if it has one (named anew), else in a free or new slot. Holds the slot list's lock
 /// and checks `RECORDING` under it, so that `stop` (which disarms under the same lock) never
 /// misses a timer.
-fn arm_thread(agent: &'static Agent, tid: i32, env: JniEnv, name: String, java_id: i64) {
+fn arm_thread(
+    agent: &'static Agent,
+    tid: i32,
+    env: JniEnv,
+    identity: Identity,
+    stack: ThreadStack,
+) {
     let Some(o) = current_options(agent) else {
         return;
     };
@@ -422,47 +506,48 @@ fn arm_thread(agent: &'static Agent, tid: i32, env: JniEnv, name: String, java_i
         .iter()
         .filter(|s| s.tid() == tid && !s.ended.load(Ordering::Acquire))
     {
-        if reused.is_none() && slot.fits(o.depth, o.native_depth) {
-            slot.dropped.store(0, Ordering::Relaxed);
+        if reused.is_none() {
+            slot.set_identity(identity.clone());
+            slot.dropped_weight.store(0, Ordering::Relaxed);
+            slot.skipped_weight.store(0, Ordering::Relaxed);
             reused = Some(slot);
         } else {
+            slot.disarm();
             slot.ended.store(true, Ordering::Release);
         }
     }
-    let slot = reused.unwrap_or_else(|| {
-        let free = FREE.lock().ok().and_then(|mut free| {
-            let at = free.iter().position(|s| s.fits(o.depth, o.native_depth))?;
-            Some(free.swap_remove(at))
-        });
-        let slot: &'static Slot = match free {
-            Some(slot) => {
-                slot.reuse(tid, env, name, java_id);
-                SLOTS_REUSED.fetch_add(1, Ordering::Relaxed);
-                slot
-            }
-            None => {
-                SLOTS_CREATED.fetch_add(1, Ordering::Relaxed);
-                Box::leak(Box::new(Slot::new(
-                    tid,
-                    env,
-                    name,
-                    java_id,
-                    o.depth,
-                    o.native_depth,
-                )))
-            }
-        };
-        slots.push(slot);
-        slot
-    });
-    slot.disarm();
-    match ThreadTimer::create(tid, agent.signal, slot.as_signal_value()) {
+    let slot = match reused {
+        Some(slot) => slot,
+        None => {
+            let free = FREE.lock().ok().and_then(|mut free| free.pop());
+            let slot = match free {
+                Some(slot) => {
+                    slot.reuse(tid, env, identity, &stack);
+                    SLOTS_REUSED.fetch_add(1, Ordering::Relaxed);
+                    slot
+                }
+                None => match Slot::make(tid, env, identity, stack) {
+                    Some(slot) => {
+                        SLOTS_CREATED.fetch_add(1, Ordering::Relaxed);
+                        slot
+                    }
+                    None => {
+                        eprintln!("jfr-native: thread table full; thread {tid} is not sampled");
+                        return;
+                    }
+                },
+            };
+            slots.push(slot);
+            slot
+        }
+    };
+    match ThreadTimer::create(tid, agent.signal, slot.signal_value()) {
         Ok(timer) => {
+            // The slot knows the timer's id before the first signal can arrive.
+            slot.set_timer(timer);
             if let Err(e) = timer.arm(o.interval_ns) {
                 eprintln!("jfr-native: arming the CPU timer of thread {tid} failed: {e}");
-                timer.delete();
-            } else if let Ok(mut t) = slot.timer.lock() {
-                *t = Some(timer);
+                slot.disarm();
             }
         }
         Err(e) => eprintln!("jfr-native: creating the CPU timer of thread {tid} failed: {e}"),
@@ -484,17 +569,18 @@ fn unregister_current_thread() {
 /// Stops sampling, deletes every timer, and lets the writer finish the file. The caller holds
 /// `LIFECYCLE`.
 fn stop(agent: &'static Agent) {
-    RECORDING.store(false, Ordering::Release);
+    RECORDING.store(false, Ordering::SeqCst);
     if let Ok(slots) = SLOTS.lock() {
         for slot in slots.iter() {
             slot.disarm();
         }
     }
-    agent.stop.store(true, Ordering::Release);
-    if let Some(handle) = agent.drain.lock().ok().and_then(|mut d| d.take()) {
-        handle.thread().unpark();
-        let _ = handle.join();
+    // A handler that passed its RECORDING check before the store above finishes its record
+    // now; the writer's last drain below then sees it.
+    if !signal::wait_for_handlers(std::time::Duration::from_secs(1)) {
+        eprintln!("jfr-native: a sample was still being taken after 1 s; it is left out");
     }
+    stop_writer(agent);
     set_options(agent, None);
 }
 

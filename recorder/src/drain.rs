@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use jfr_writer::*;
 
+use crate::buffers::{self, RECORD_HEADER_WORDS};
 use crate::codemap::Library;
 use crate::jvmti::Jvmti;
 use crate::methods::Methods;
 use crate::options::{CStack, Options};
 use crate::os;
-use crate::signal::unpack_meta;
-use crate::slots::{Slot, FREE, RECORD_HEADER_WORDS, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
+use crate::signal::{self, unpack_meta, unpack_owner};
+use crate::slots::{slot_at, Slot, FREE, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
 use crate::stats::{self, STATS};
 use crate::status::{self, State};
 use crate::unwind::tables::TableStats;
@@ -49,8 +50,12 @@ fn ticks_now() -> i64 {
 /// Per-thread state of the drain.
 struct ThreadState {
     thread: ThreadId,
-    reported_drops: u64,
+    /// Weight already reported lost, by [`LostReason`].
+    reported_lost: [u64; 2],
 }
+
+/// Why samples were lost, with the `reason` text of `jdk.CPUTimeSamplesLost`.
+const LOST_REASONS: [&str; 2] = ["sample buffer full", "too little stack left"];
 
 /// Totals for the summary printed at the end.
 #[derive(Debug, Default, Clone, Copy)]
@@ -59,12 +64,16 @@ pub struct Summary {
     pub samples: u64,
     /// Sum of `samplingPeriod`, ns.
     pub cpu_ns: u64,
-    /// Samples lost (ring full).
+    /// CPU weight lost (in intervals: samples the timers asked for and that were not taken).
     pub lost: u64,
+    /// Records of an earlier recording found in the buffers (left out).
+    pub stale: u64,
     /// Samples whose Java stack could not be taken.
     pub failed: u64,
     /// The unwind tables (`cstack=dwarf`).
     pub tables: Option<TableStats>,
+    /// The sampling interval, ns.
+    pub interval_ns: u64,
 }
 
 /// What `jdk.OSInformation` and `jdk.CPUInformation` say, read once per recording.
@@ -98,8 +107,8 @@ pub struct Drain {
     jvmti: Jvmti,
     options: Options,
     methods: Methods,
-    /// By slot address (forgotten when the slot is freed for another thread).
-    threads: HashMap<usize, ThreadState>,
+    /// By slot index (forgotten when the slot is freed for another thread).
+    threads: HashMap<u32, ThreadState>,
     /// The libraries of the code map published last, and its version.
     libraries: Vec<Library>,
     libraries_version: u64,
@@ -237,8 +246,7 @@ impl Drain {
     }
 
     fn thread_id(&mut self, slot: &'static Slot) -> ThreadId {
-        let key = slot as *const Slot as usize;
-        if let Some(t) = self.threads.get(&key) {
+        if let Some(t) = self.threads.get(&slot.index()) {
             return t.thread;
         }
         let identity = slot.identity();
@@ -252,50 +260,77 @@ impl Drain {
             is_virtual: false,
         });
         self.threads.insert(
-            key,
+            slot.index(),
             ThreadState {
                 thread,
-                reported_drops: 0,
+                reported_lost: [0; 2],
             },
         );
         thread
     }
 
-    /// Empties every ring, then recycles the slots of threads that are gone.
+    /// Empties the rings, reports lost weight, then recycles the slots of threads that are
+    /// gone.
     pub fn drain_all(&mut self) {
         let slots: Vec<&'static Slot> = SLOTS.lock().map(|s| s.clone()).unwrap_or_default();
-        let mut gone: Vec<&'static Slot> = Vec::new();
-        for slot in slots {
-            // Read before draining: if the task is gone now, nothing can be pushed after the
-            // drain below.
-            let dead = slot.ended.load(Ordering::Acquire) && !os::thread_exists(slot.tid());
-            let thread = self.thread_id(slot);
+        // Read before draining: if the task is gone now, nothing can be pushed for it after
+        // the drain below.
+        let gone: Vec<&'static Slot> = slots
+            .iter()
+            .copied()
+            .filter(|s| s.ended.load(Ordering::Acquire) && !os::thread_exists(s.tid()))
+            .collect();
+        if let Some(buffers) = buffers::current() {
+            let epoch = signal::EPOCH.load(Ordering::SeqCst);
             let mut record = std::mem::take(&mut self.record);
-            while slot.ring.pop(&mut record) {
-                self.write_sample(thread, &record);
-            }
-            self.record = record;
-            let drops = slot.dropped.load(Ordering::Relaxed);
-            let state = self.threads.get_mut(&(slot as *const Slot as usize));
-            if let Some(state) = state {
-                let lost = drops.saturating_sub(state.reported_drops);
-                if lost > 0 {
-                    state.reported_drops = drops;
-                    self.summary.lost += lost;
-                    self.rec.write(&CpuTimeSamplesLost {
-                        start_ticks: ticks_now(),
-                        lost_samples: i32::try_from(lost).unwrap_or(i32::MAX),
-                        thread: Some(thread),
-                        reason: "sample buffer full",
-                    });
+            for ring in 0..buffers.ring_count() {
+                while buffers.pop(ring, &mut record) {
+                    let (index, record_epoch) = unpack_owner(record.get(3).copied().unwrap_or(0));
+                    match slot_at(index) {
+                        Some(slot) if record_epoch == epoch => {
+                            let thread = self.thread_id(slot);
+                            self.write_sample(thread, &record);
+                        }
+                        _ => self.summary.stale += 1,
+                    }
                 }
             }
-            if dead {
-                self.threads.remove(&(slot as *const Slot as usize));
-                gone.push(slot);
+            self.record = record;
+        }
+        for slot in slots {
+            let lost = [
+                slot.dropped_weight.load(Ordering::Relaxed),
+                slot.skipped_weight.load(Ordering::Relaxed),
+            ];
+            if lost == [0, 0] && !self.threads.contains_key(&slot.index()) {
+                continue;
+            }
+            let thread = self.thread_id(slot);
+            for (reason, total) in lost.into_iter().enumerate() {
+                let Some(state) = self.threads.get_mut(&slot.index()) else {
+                    break;
+                };
+                let Some(reported) = state.reported_lost.get_mut(reason) else {
+                    break;
+                };
+                let new = total.saturating_sub(*reported);
+                if new == 0 {
+                    continue;
+                }
+                *reported = total;
+                self.summary.lost += new;
+                self.rec.write(&CpuTimeSamplesLost {
+                    start_ticks: ticks_now(),
+                    lost_samples: i32::try_from(new).unwrap_or(i32::MAX),
+                    thread: Some(thread),
+                    reason: LOST_REASONS.get(reason).copied().unwrap_or_default(),
+                });
             }
         }
         if !gone.is_empty() {
+            for slot in &gone {
+                self.threads.remove(&slot.index());
+            }
             if let Ok(mut slots) = SLOTS.lock() {
                 slots.retain(|s| !gone.iter().any(|g| std::ptr::eq(*s, *g)));
             }
@@ -394,6 +429,7 @@ impl Drain {
         self.drain_all();
         let summary = Summary {
             tables: watcher::table_stats(),
+            interval_ns: self.options.interval_ns,
             ..self.summary
         };
         let status_path = self.options.status.clone();
@@ -423,16 +459,49 @@ impl Drain {
 /// The summary printed to stderr when recording ends.
 pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
     let mut text = format!(
-        "jfr-native: wrote {file}: {} samples ({:.1} CPU-s) in {chunks} chunks; lost {} (sample buffer full); \
-         Java stack failed {}; native stack truncated {}; thread slots created {}, reused {}",
+        "jfr-native: wrote {file}: {} samples ({:.1} CPU-s) in {chunks} chunks; lost {:.1} CPU-s \
+         ({} intervals); Java stack failed {}; native stack truncated {}; thread slots created {}, \
+         reused {}",
         s.samples,
         s.cpu_ns as f64 / 1e9,
+        s.lost as f64 * s.interval_ns as f64 / 1e9,
         s.lost,
         s.failed,
         STATS.native_truncated.load(Ordering::Relaxed),
         SLOTS_CREATED.load(Ordering::Relaxed),
         SLOTS_REUSED.load(Ordering::Relaxed),
     );
+    let skipped: Vec<String> = [
+        (
+            STATS.low_stack.load(Ordering::Relaxed),
+            "too little stack left",
+        ),
+        (STATS.no_buffer.load(Ordering::Relaxed), "no free buffer"),
+        (
+            STATS.dropped_ring_full.load(Ordering::Relaxed),
+            "buffers full",
+        ),
+        (
+            STATS.off_stack.load(Ordering::Relaxed),
+            "off the thread's stack (pc only)",
+        ),
+        (
+            STATS.foreign_signals.load(Ordering::Relaxed),
+            "signals not from the agent's timers (ignored)",
+        ),
+        (
+            crate::fault::RECOVERED.load(Ordering::Relaxed),
+            "faulting reads recovered",
+        ),
+        (s.stale, "records of an earlier recording (left out)"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{what}: {n}"))
+    .collect();
+    if !skipped.is_empty() {
+        text.push_str(&format!("\n  {}", skipped.join("; ")));
+    }
     if let (Some(p50), Some(p99)) = (
         stats::walk_time_quantile_ns(0.5),
         stats::walk_time_quantile_ns(0.99),

@@ -6,19 +6,27 @@
 //! `java -agentpath:libjfrnative.so=file=out.jfr,interval=10ms ...`; options in [`options`].
 //!
 //! A sample's way: per-thread CPU timer (`timer_create` on the thread's CPU clock,
-//! `SIGEV_THREAD_ID`) → signal on that thread → `signal::on_sample`: native walk within the
-//! thread's stack bounds ([`unwind`], [`stack`]; tables kept current by `unwind::watcher`), AsyncGetCallTrace ([`agct`]), one record
-//! into the thread's ring ([`ring`], [`slots`]) → the writer thread (`drain`) resolves methods
-//! and writes events through `jfr-writer`, rotating chunks.
+//! `SIGEV_THREAD_ID`, carrying the thread's slot index) → signal on that thread →
+//! `signal::on_sample`: checks that the signal is the agent's own timer's ([`slots`]) and that
+//! enough stack is left ([`stack`]), walks the native frames within the thread's stack bounds
+//! ([`unwind`]; tables kept current by `unwind::watcher`; reads that fault are recovered by
+//! [`fault`]), calls AsyncGetCallTrace ([`agct`]), writes one record into a shared ring
+//! ([`buffers`], [`ring`]) → the writer thread (`drain`) resolves methods and writes events
+//! through `jfr-writer`, rotating chunks. Threads that ran before an attach are found through
+//! HotSpot's own structure descriptions ([`hotspot`]).
 //!
-//! `unsafe` lives in `jvmti/`, `os`, `ucontext`, `stack`, `slots`, `agct`, `codemap` (publishing
-//! and freeing snapshots), `unwind::tables` (mapping a library, copying the vDSO) and the entry
-//! points below.
+//! `unsafe` lives in `jvmti/`, `os`, `ucontext`, `fault` (the recoverable read and the fault
+//! hook), `slots` (the slot table), `buffers` (buffers shared by handlers), `hotspot` (reading
+//! the JVM's tables), `agct`, `codemap` (publishing and freeing snapshots), `unwind::tables`
+//! (mapping a library, copying the vDSO) and the entry points below.
 
 pub mod agct;
 mod agent;
+pub mod buffers;
 pub mod codemap;
 pub(crate) mod drain;
+pub mod fault;
+pub mod hotspot;
 pub(crate) mod jvmti;
 pub(crate) mod methods;
 pub mod options;

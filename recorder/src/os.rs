@@ -57,34 +57,45 @@ impl Drop for ErrnoGuard {
     }
 }
 
-/// A POSIX timer on one thread's CPU clock that signals that same thread.
-#[derive(Debug, Clone, Copy)]
-pub struct ThreadTimer(libc::timer_t);
-
-// SAFETY: a timer_t is a process-wide kernel handle; any thread may arm or delete it.
-unsafe impl Send for ThreadTimer {}
-// SAFETY: as above.
-unsafe impl Sync for ThreadTimer {}
+/// A POSIX timer on one thread's CPU clock that signals that same thread, made with the raw
+/// system calls so that its id is the kernel's: the one a timer signal carries in `si_timerid`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadTimer(i32);
 
 impl ThreadTimer {
     /// Creates a timer on `tid`'s CPU clock that sends `signal` to `tid` with `value` as
-    /// `si_value` (the thread's slot). `SIGEV_THREAD_ID`: the signal lands on the thread that
-    /// burned the CPU, so the handler only ever reads its own stack.
-    pub fn create(tid: i32, signal: i32, value: *mut c_void) -> io::Result<ThreadTimer> {
+    /// `si_value`. `SIGEV_THREAD_ID`: the signal lands on the thread that burned the CPU, so the
+    /// handler only ever reads its own stack.
+    pub fn create(tid: i32, signal: i32, value: u64) -> io::Result<ThreadTimer> {
         // CPUCLOCK_SCHED | CPUCLOCK_PERTHREAD for `tid`, as glibc builds pthread_getcpuclockid.
         let clock: libc::clockid_t = ((!tid) << 3) | 6;
         // SAFETY: sigevent is plain data; all-zero is a valid start.
         let mut sev: libc::sigevent = unsafe { MaybeUninit::zeroed().assume_init() };
         sev.sigev_notify = libc::SIGEV_THREAD_ID;
         sev.sigev_signo = signal;
-        sev.sigev_value = libc::sigval { sival_ptr: value };
+        sev.sigev_value = libc::sigval {
+            sival_ptr: value as usize as *mut c_void,
+        };
         sev.sigev_notify_thread_id = tid;
-        let mut timer: libc::timer_t = std::ptr::null_mut();
-        // SAFETY: valid clock, sigevent and out-pointer.
-        if unsafe { libc::timer_create(clock, &mut sev, &mut timer) } != 0 {
+        let mut id: libc::c_int = -1;
+        // SAFETY: valid clock, kernel-layout sigevent and out-pointer for the kernel timer id.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_timer_create,
+                clock,
+                &mut sev as *mut libc::sigevent,
+                &mut id as *mut libc::c_int,
+            )
+        };
+        if rc != 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(ThreadTimer(timer))
+        Ok(ThreadTimer(id))
+    }
+
+    /// The kernel's id of the timer (`si_timerid` of its signals).
+    pub fn id(&self) -> i32 {
+        self.0
     }
 
     /// Arms the timer to fire every `interval_ns` of the thread's CPU time (0 disarms).
@@ -98,7 +109,16 @@ impl ThreadTimer {
             it_value: ts,
         };
         // SAFETY: a timer we created and have not deleted; valid itimerspec.
-        if unsafe { libc::timer_settime(self.0, 0, &spec, std::ptr::null_mut()) } != 0 {
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_timer_settime,
+                self.0,
+                0,
+                &spec as *const libc::itimerspec,
+                std::ptr::null_mut::<libc::itimerspec>(),
+            )
+        };
+        if rc != 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(())
@@ -107,7 +127,7 @@ impl ThreadTimer {
     /// Deletes the timer (timers outlive their thread otherwise).
     pub fn delete(self) {
         // SAFETY: a timer we created; deleting twice is prevented by taking `self`.
-        unsafe { libc::timer_delete(self.0) };
+        unsafe { libc::syscall(libc::SYS_timer_delete, self.0) };
     }
 }
 

@@ -1,5 +1,5 @@
-//! A single-producer single-consumer ring of 64-bit words: the signal handler of one thread
-//! pushes whole records, the drain thread pops them. Atomics only; a record that does not fit
+//! A single-producer single-consumer ring of 64-bit words: one signal handler at a time (see
+//! [`crate::buffers`]) pushes whole records, the drain thread pops them. Atomics only; a record that does not fit
 //! is refused (the caller counts it), never partially written.
 
 #![deny(
@@ -33,6 +33,22 @@ impl Ring {
 
     fn slot(&self, index: usize) -> Option<&AtomicU64> {
         self.words.get(index.checked_rem(self.words.len())?)
+    }
+
+    /// Producer: whether a record of `len` words fits now.
+    #[inline]
+    pub fn has_room(&self, len: usize) -> bool {
+        let used = self
+            .tail
+            .load(Ordering::Relaxed)
+            .wrapping_sub(self.head.load(Ordering::Acquire));
+        len.checked_add(1)
+            .is_some_and(|needed| self.words.len().saturating_sub(used) >= needed)
+    }
+
+    /// The ring's size in words.
+    pub fn capacity_words(&self) -> usize {
+        self.words.len()
     }
 
     /// Producer: writes the record `len` words long produced by `fill(i)` for i in 0..len, preceded

@@ -11,10 +11,11 @@
 )]
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
-use crate::slots::{Slot, RECORD_HEADER_WORDS};
-use crate::stack::StackBounds;
+use crate::buffers::{self, RECORD_HEADER_WORDS};
+use crate::slots::Slot;
+use crate::stack::HANDLER_STACK_BYTES;
 use crate::stats::{self, STATS};
 use crate::unwind::{walk, Stop};
 use crate::{agct, codemap, os, ucontext};
@@ -22,9 +23,20 @@ use crate::{agct, codemap, os, ucontext};
 /// Whether samples are being taken (false before start and after stop).
 pub static RECORDING: AtomicBool = AtomicBool::new(false);
 
+/// The running recording's number: records carry it, and the writer keeps only its own, so a
+/// sample taken while one recording stops never lands in the next.
+pub static EPOCH: AtomicU32 = AtomicU32::new(0);
+
+/// Handlers running now (between their first check and their last write).
+static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
+
 /// Whether native frames are unwound with call-frame information (`cstack=dwarf`) or frame
 /// pointers only (`cstack=fp`).
 pub static USE_CFI: AtomicBool = AtomicBool::new(true);
+
+/// The AsyncGetCallTrace code of a sample whose Java stack was not attempted: the interrupted
+/// code runs on a stack that is not the thread's own (an alternate signal stack, a fiber).
+pub const NOT_ON_THREAD_STACK: i32 = -101;
 
 /// Packs the third record word.
 pub fn pack_meta(agct_code: i32, stop: Stop, native_count: usize) -> u64 {
@@ -42,27 +54,87 @@ pub fn unpack_meta(word: u64) -> (i32, Stop, usize) {
     )
 }
 
+/// Packs the fourth record word: the slot's index and the recording's epoch.
+pub fn pack_owner(slot_index: u32, epoch: u32) -> u64 {
+    u64::from(slot_index) | (u64::from(epoch) << 32)
+}
+
+/// Unpacks [`pack_owner`].
+pub fn unpack_owner(word: u64) -> (u32, u32) {
+    (word as u32, (word >> 32) as u32)
+}
+
+/// Waits (up to `limit`) until no handler is running; after `RECORDING` was cleared and the
+/// timers deleted, no new one starts a sample, so every record of the recording is in the
+/// rings when this returns true.
+pub fn wait_for_handlers(limit: std::time::Duration) -> bool {
+    let start = std::time::Instant::now();
+    while IN_HANDLER.load(Ordering::SeqCst) != 0 {
+        if start.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    true
+}
+
+/// Leaves `IN_HANDLER` when the sample is done, on every path.
+struct InHandler;
+
+impl InHandler {
+    fn enter() -> InHandler {
+        IN_HANDLER.fetch_add(1, Ordering::SeqCst);
+        InHandler
+    }
+}
+
+impl Drop for InHandler {
+    fn drop(&mut self) {
+        IN_HANDLER.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The slot a signal is for, if it is one of the agent's own timer signals: `si_code` is
+/// `SI_TIMER`, the value names a slot in the table, and the timer id is that slot's timer.
+/// Anything else (a signal queued from outside, a stale timer) is ignored, counted.
+///
+/// # Safety
+/// `info` must be the kernel's siginfo of an `SA_SIGINFO` handler.
+unsafe fn timer_slot(info: *const libc::siginfo_t) -> Option<(&'static Slot, i32)> {
+    // SAFETY: the caller passes the kernel's siginfo; si_code is always valid.
+    let code = unsafe { (*info).si_code };
+    if code != libc::SI_TIMER {
+        return None;
+    }
+    // SAFETY: for SI_TIMER the kernel filled the timer fields (a sender faking SI_TIMER from
+    // outside fills them with its own values, which are only compared below).
+    let (value, timer_id, overrun) = unsafe {
+        (
+            (*info).si_value().sival_ptr as usize as u64,
+            (*info).si_timerid(),
+            (*info).si_overrun(),
+        )
+    };
+    let slot = Slot::from_signal_value(value)?;
+    (timer_id == slot.timer_id() && timer_id >= 0).then_some((slot, overrun))
+}
+
 /// The `SA_SIGINFO` handler for the timers' signal.
 pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc: *mut c_void) {
+    // An address in this frame: how deep the handler already is on the thread's stack.
+    let here = 0u8;
+    let here = std::ptr::addr_of!(here) as u64;
     let _errno = os::ErrnoGuard::save();
     if info.is_null() || uc.is_null() {
         return;
     }
-    // SAFETY: `info` is the kernel's siginfo for this SA_SIGINFO handler; for timer signals
-    // si_value and si_overrun are the fields the kernel filled.
-    let (value, code, overrun) = unsafe {
-        (
-            (*info).si_value().sival_ptr,
-            (*info).si_code,
-            (*info).si_overrun(),
-        )
-    };
-    // SAFETY: the only sender of this signal with a value is our timers, whose value is a slot
-    // pointer (`Slot::as_signal_value`); anything else carries null and is ignored.
-    let Some(slot) = (unsafe { Slot::from_signal_value(value) }) else {
+    // SAFETY: `info` is the kernel's siginfo for this SA_SIGINFO handler.
+    let Some((slot, overrun)) = (unsafe { timer_slot(info) }) else {
+        stats::inc(&STATS.foreign_signals);
         return;
     };
-    if !RECORDING.load(Ordering::Relaxed) {
+    let _in_handler = InHandler::enter();
+    if !RECORDING.load(Ordering::SeqCst) {
         stats::inc(&STATS.after_stop);
         return;
     }
@@ -70,22 +142,50 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
         stats::inc(&STATS.wrong_thread);
         return;
     }
-    let weight = if code == libc::SI_TIMER {
-        u64::from(overrun.max(0).unsigned_abs()).saturating_add(1)
-    } else {
-        1
+    let weight = u64::from(overrun.max(0).unsigned_abs()).saturating_add(1);
+    // Too little stack left below the handler for the walk and AsyncGetCallTrace: skip.
+    if slot
+        .stack
+        .headroom(here)
+        .is_some_and(|left| left < HANDLER_STACK_BYTES)
+    {
+        slot.skipped_weight.fetch_add(weight, Ordering::Relaxed);
+        stats::inc(&STATS.low_stack);
+        return;
+    }
+    let Some(buffers) = buffers::current() else {
+        return;
     };
+    let hint = slot.index() as usize;
+    let Some(mut scratch) = buffers.scratch(hint) else {
+        slot.dropped_weight.fetch_add(weight, Ordering::Relaxed);
+        stats::inc(&STATS.no_buffer);
+        return;
+    };
+    let scratch = scratch.get();
     let time_ns = os::monotonic_ns();
     // SAFETY: `uc` is the kernel's ucontext for this handler.
     let regs = unsafe { ucontext::regs(uc) };
-    let bounds = StackBounds::of_current_thread(regs.sp, os::thread_control_block());
-    // SAFETY: we are the handler on the slot's own thread (checked above), and it does not nest.
-    let scratch = unsafe { slot.scratch() };
+    let on_own_stack = slot.stack.bounds_from(regs.sp);
     let cfi = USE_CFI.load(Ordering::Relaxed);
-    let (native_count, stop) = codemap::with_current(|map| match map {
-        Some(map) => walk(regs, &bounds, map, cfi, &mut scratch.pcs),
-        None => (0, Stop::UnknownCode),
-    });
+    let (native_count, stop) = match on_own_stack {
+        Some(bounds) => codemap::with_current(|map| match map {
+            Some(map) => walk(regs, &bounds, map, cfi, &mut scratch.pcs),
+            None => (0, Stop::UnknownCode),
+        }),
+        None => {
+            // Another stack (a fiber, an alternate signal stack, unknown bounds): its memory
+            // is not known to be readable. The pc alone, flagged.
+            stats::inc(&STATS.off_stack);
+            match scratch.pcs.first_mut() {
+                Some(first) => {
+                    *first = regs.pc;
+                    (1, Stop::OffStack)
+                }
+                None => (0, Stop::OffStack),
+            }
+        }
+    };
     if stop == Stop::UnknownCode {
         crate::unwind::watcher::unknown_pc_seen();
     }
@@ -96,45 +196,54 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
     {
         stats::inc(bucket);
     }
-    // SAFETY: on the interrupted thread, with its JNIEnv, after ClassLoad was enabled and
-    // methods primed (the agent arms timers only after that).
-    let agct_code = unsafe { agct::call(slot.env(), &mut scratch.frames, uc) };
+    let agct_code = if on_own_stack.is_some() {
+        // SAFETY: on the interrupted thread (checked above), with its JNIEnv, after ClassLoad
+        // was enabled and methods primed (the agent arms timers only after that), with enough
+        // stack left (checked above).
+        unsafe { agct::call(slot.env(), &mut scratch.frames, uc) }
+    } else {
+        NOT_ON_THREAD_STACK
+    };
     let java_count = usize::try_from(agct_code).unwrap_or(0);
     let pcs = scratch.pcs.get(..native_count).unwrap_or_default();
     let frames = scratch.frames.get(..java_count).unwrap_or_default();
     let meta = pack_meta(agct_code, stop, native_count);
+    let owner = pack_owner(slot.index(), EPOCH.load(Ordering::Relaxed));
     let len = RECORD_HEADER_WORDS
         .saturating_add(native_count)
         .saturating_add(java_count.saturating_mul(2));
-    let pushed = slot.ring.push(len, |i| match i {
-        0 => time_ns as u64,
-        1 => weight,
-        2 => meta,
-        i => {
-            let i = i.saturating_sub(RECORD_HEADER_WORDS);
-            match pcs.get(i) {
-                Some(&pc) => pc,
-                None => {
-                    let j = i.saturating_sub(native_count);
-                    match frames.get(j / 2) {
-                        Some(f) if j % 2 == 0 => f.lineno as i64 as u64,
-                        Some(f) => f.method_id as u64,
-                        None => 0,
+    let pushed = buffers.ring(hint, len).is_some_and(|mut ring| {
+        ring.get().push(len, |i| match i {
+            0 => time_ns as u64,
+            1 => weight,
+            2 => meta,
+            3 => owner,
+            i => {
+                let i = i.saturating_sub(RECORD_HEADER_WORDS);
+                match pcs.get(i) {
+                    Some(&pc) => pc,
+                    None => {
+                        let j = i.saturating_sub(native_count);
+                        match frames.get(j / 2) {
+                            Some(f) if j % 2 == 0 => f.lineno as i64 as u64,
+                            Some(f) => f.method_id as u64,
+                            None => 0,
+                        }
                     }
                 }
             }
-        }
+        })
     });
     if pushed {
         stats::inc(&STATS.samples);
         if stop.truncated() {
             stats::inc(&STATS.native_truncated);
         }
-        if agct_code < 0 {
+        if agct_code < 0 && agct_code != NOT_ON_THREAD_STACK {
             stats::inc(stats::agct_error(agct_code));
         }
     } else {
-        stats::inc(&slot.dropped);
+        slot.dropped_weight.fetch_add(weight, Ordering::Relaxed);
         stats::inc(&STATS.dropped_ring_full);
     }
 }
@@ -151,6 +260,13 @@ mod tests {
             (0, Stop::Depth, 1024),
         ] {
             assert_eq!(unpack_meta(pack_meta(code, stop, n)), (code, stop, n));
+        }
+    }
+
+    #[test]
+    fn owner_round_trips() {
+        for (index, epoch) in [(0, 0), (7, 3), (u32::MAX, u32::MAX)] {
+            assert_eq!(unpack_owner(pack_owner(index, epoch)), (index, epoch));
         }
     }
 }

@@ -1,33 +1,28 @@
-//! One slot per sampled thread: its identity, its ring, the scratch buffers its signal handler
-//! walks into, and its timer. Slots are allocated outside the handler and never freed: the timer
-//! carries a pointer to its slot in `si_value`, and a signal may still be pending after the
-//! thread ends, so the pointer must stay valid for the life of the process.
+//! One slot per sampled thread: its identity, its stack bounds and its timer. Slots are made
+//! outside the handler and never freed; each has an index in a fixed table ([`slot_at`]), and
+//! its timer carries that index (plus one) in `si_value`: the handler maps a signal's value to a
+//! slot by a bounds-checked table lookup, never by dereferencing what the signal carries, and
+//! accepts the signal only if its timer id is the slot's own (see [`crate::signal`]).
 //!
 //! A slot is recycled for a new thread once its thread has ended, its kernel task is gone (no
-//! handler can run on it any more, no signal can be delivered to it) and its ring is drained
+//! handler can run on it any more, no signal can be delivered to it) and the rings are drained
 //! ([`FREE`]); the drain forgets the old thread's state before freeing the slot. A late signal
 //! from the old timer cannot arrive: the timer is deleted and the thread it targeted is gone.
 
-use std::cell::UnsafeCell;
-use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering};
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
+
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::agct::CallFrame;
 use crate::jvmti::JniEnv;
 use crate::os::ThreadTimer;
-use crate::ring::Ring;
-
-/// Words before the native pcs in a record: time, weight, packed (agct code, stop, native count).
-pub const RECORD_HEADER_WORDS: usize = 3;
-
-/// Buffers only the owning thread's signal handler touches.
-pub struct Scratch {
-    /// Native pcs of the current sample.
-    pub pcs: Box<[u64]>,
-    /// AsyncGetCallTrace output of the current sample.
-    pub frames: Box<[CallFrame]>,
-}
+use crate::stack::ThreadStack;
 
 /// Who a slot belongs to, for the drain.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,62 +35,101 @@ pub struct Identity {
 
 /// A sampled thread.
 pub struct Slot {
+    /// Place in the slot table, fixed for the life of the process.
+    index: u32,
     /// Kernel thread id.
     tid: AtomicI32,
     /// The thread's JNIEnv, for AsyncGetCallTrace.
     env: AtomicPtr<*const crate::jvmti::sys::JniNativeInterface>,
     identity: Mutex<Identity>,
-    /// Records from the handler to the drain thread.
-    pub ring: Ring,
-    /// Samples dropped because `ring` was full.
-    pub dropped: AtomicU64,
+    /// The thread's stack, as far as it may be read and written.
+    pub stack: ThreadStack,
+    /// CPU weight (in intervals) of the samples dropped: every buffer busy or full.
+    pub dropped_weight: AtomicU64,
+    /// CPU weight of the samples skipped: too little stack left for the handler.
+    pub skipped_weight: AtomicU64,
     /// The thread has ended (its timer is deleted).
     pub ended: AtomicBool,
     /// The thread's CPU timer, while armed.
-    pub timer: Mutex<Option<ThreadTimer>>,
-    depth: usize,
-    native_depth: usize,
-    scratch: UnsafeCell<Scratch>,
+    timer: Mutex<Option<ThreadTimer>>,
+    /// The kernel id of `timer` (-1: none), for the handler's check.
+    timer_id: AtomicI32,
 }
 
-// SAFETY: all fields but `scratch` are Sync; `scratch` is only accessed through
-// `Slot::scratch`, whose contract restricts it to the owning thread's signal handler, which
-// never runs concurrently with itself (no SA_NODEFER, one signal number).
-unsafe impl Sync for Slot {}
-// SAFETY: `env` is only used on the owning thread (by its handler); the rest is Send.
-unsafe impl Send for Slot {}
+/// Slots per page of the table, and pages: room for a million threads over a process's life.
+const PAGE_SLOTS: usize = 1024;
+const PAGES: usize = 1024;
+
+type Page = [AtomicPtr<Slot>; PAGE_SLOTS];
+
+/// The slot table: pages made on demand (off the handler), never freed.
+static TABLE: [AtomicPtr<Page>; PAGES] = [const { AtomicPtr::new(std::ptr::null_mut()) }; PAGES];
+/// Slots made so far (the next index).
+static NEXT_INDEX: AtomicU32 = AtomicU32::new(0);
+
+/// The slot with table index `index`, if there is one. Signal-safe: two bounds-checked loads.
+#[inline]
+pub fn slot_at(index: u32) -> Option<&'static Slot> {
+    let index = index as usize;
+    let page = TABLE.get(index / PAGE_SLOTS)?.load(Ordering::Acquire);
+    // SAFETY: non-null pages come from `Box::leak` in `Slot::make` and are never freed.
+    let page = unsafe { page.as_ref() }?;
+    let slot = page.get(index % PAGE_SLOTS)?.load(Ordering::Acquire);
+    // SAFETY: non-null entries are leaked slots, never freed.
+    unsafe { slot.as_ref() }
+}
 
 impl Slot {
-    /// A slot for the calling thread, with room for `depth` Java and `native_depth` native frames
-    /// per sample and a ring of several full-size records.
-    pub fn new(
+    /// A new slot for thread `tid`, entered in the table; `None` when the table is full.
+    pub fn make(
         tid: i32,
         env: JniEnv,
-        name: String,
-        java_id: i64,
-        depth: usize,
-        native_depth: usize,
-    ) -> Slot {
-        let max_record = RECORD_HEADER_WORDS + native_depth + 2 * depth;
-        let frame = CallFrame {
-            lineno: 0,
-            method_id: std::ptr::null_mut(),
-        };
-        Slot {
+        identity: Identity,
+        stack: ThreadStack,
+    ) -> Option<&'static Slot> {
+        let index = NEXT_INDEX.fetch_add(1, Ordering::AcqRel);
+        let entry = TABLE.get(index as usize / PAGE_SLOTS)?;
+        if entry.load(Ordering::Acquire).is_null() {
+            let page: &'static mut Page = Box::leak(Box::new(
+                [const { AtomicPtr::new(std::ptr::null_mut()) }; PAGE_SLOTS],
+            ));
+            // Another thread may have made the page meanwhile: keep the first.
+            if entry
+                .compare_exchange(
+                    std::ptr::null_mut(),
+                    page,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_err()
+            {
+                // SAFETY: `page` was leaked just above and lost the race: nobody else has it.
+                drop(unsafe { Box::from_raw(page as *mut Page) });
+            }
+        }
+        // SAFETY: the entry is non-null now, a leaked page.
+        let page = unsafe { entry.load(Ordering::Acquire).as_ref() }?;
+        let slot: &'static Slot = Box::leak(Box::new(Slot {
+            index,
             tid: AtomicI32::new(tid),
             env: AtomicPtr::new(env),
-            identity: Mutex::new(Identity { name, java_id }),
-            ring: Ring::new((4 * max_record).max(16 * 1024)),
-            dropped: AtomicU64::new(0),
+            identity: Mutex::new(identity),
+            stack,
+            dropped_weight: AtomicU64::new(0),
+            skipped_weight: AtomicU64::new(0),
             ended: AtomicBool::new(false),
             timer: Mutex::new(None),
-            depth,
-            native_depth,
-            scratch: UnsafeCell::new(Scratch {
-                pcs: vec![0; native_depth].into(),
-                frames: vec![frame; depth].into(),
-            }),
-        }
+            timer_id: AtomicI32::new(-1),
+        }));
+        page.get(index as usize % PAGE_SLOTS)?
+            .store((slot as *const Slot).cast_mut(), Ordering::Release);
+        Some(slot)
+    }
+
+    /// The slot's place in the table.
+    #[inline]
+    pub fn index(&self) -> u32 {
+        self.index
     }
 
     /// The kernel thread id of the thread that owns the slot.
@@ -110,6 +144,24 @@ impl Slot {
         self.env.load(Ordering::Acquire)
     }
 
+    /// The kernel id of the slot's armed timer, -1 if none.
+    #[inline]
+    pub fn timer_id(&self) -> i32 {
+        self.timer_id.load(Ordering::Acquire)
+    }
+
+    /// The value the slot's timer carries in `si_value`: its index plus one (0 is never a slot).
+    pub fn signal_value(&self) -> u64 {
+        u64::from(self.index).saturating_add(1)
+    }
+
+    /// The slot a signal value names, if any.
+    #[inline]
+    pub fn from_signal_value(value: u64) -> Option<&'static Slot> {
+        let index = u32::try_from(value.checked_sub(1)?).ok()?;
+        slot_at(index)
+    }
+
     /// The owning thread's Java identity.
     pub fn identity(&self) -> Identity {
         self.identity.lock().map(|i| i.clone()).unwrap_or(Identity {
@@ -118,53 +170,40 @@ impl Slot {
         })
     }
 
-    /// Gives a free slot to thread `tid`. The caller took it from [`FREE`], so its previous
-    /// thread is gone, its timer deleted and its ring empty.
-    pub fn reuse(&self, tid: i32, env: JniEnv, name: String, java_id: i64) {
+    /// Names the thread anew (a new recording reads names again).
+    pub fn set_identity(&self, identity: Identity) {
         if let Ok(mut i) = self.identity.lock() {
-            *i = Identity { name, java_id };
+            *i = identity;
         }
+    }
+
+    /// Gives a free slot to thread `tid`. The caller took it from [`FREE`], so its previous
+    /// thread is gone, its timer deleted and the rings drained of it.
+    pub fn reuse(&self, tid: i32, env: JniEnv, identity: Identity, stack: &ThreadStack) {
+        self.set_identity(identity);
+        self.stack.set(stack);
         self.env.store(env, Ordering::Release);
         self.tid.store(tid, Ordering::Release);
-        self.dropped.store(0, Ordering::Relaxed);
+        self.dropped_weight.store(0, Ordering::Relaxed);
+        self.skipped_weight.store(0, Ordering::Relaxed);
         self.ended.store(false, Ordering::Release);
     }
 
-    /// Whether the slot was made for `depth` Java and `native_depth` native frames.
-    pub fn fits(&self, depth: usize, native_depth: usize) -> bool {
-        (self.depth, self.native_depth) == (depth, native_depth)
+    /// Makes `timer` the slot's timer (deleting any earlier one).
+    pub fn set_timer(&self, timer: ThreadTimer) {
+        self.disarm();
+        if let Ok(mut t) = self.timer.lock() {
+            self.timer_id.store(timer.id(), Ordering::Release);
+            *t = Some(timer);
+        }
     }
 
     /// Deletes the thread's timer, if armed (idempotent).
     pub fn disarm(&self) {
         if let Some(timer) = self.timer.lock().ok().and_then(|mut t| t.take()) {
+            self.timer_id.store(-1, Ordering::Release);
             timer.delete();
         }
-    }
-
-    /// The pointer a timer carries in `si_value`.
-    pub fn as_signal_value(&'static self) -> *mut c_void {
-        self as *const Slot as *mut c_void
-    }
-
-    /// The slot a timer signal refers to.
-    ///
-    /// # Safety
-    /// `value` must be null or a pointer made by [`Slot::as_signal_value`].
-    pub unsafe fn from_signal_value(value: *mut c_void) -> Option<&'static Slot> {
-        // SAFETY: per the contract, non-null values point at a leaked, never-freed Slot.
-        unsafe { value.cast::<Slot>().cast_const().as_ref() }
-    }
-
-    /// The handler's scratch buffers.
-    ///
-    /// # Safety
-    /// Only the signal handler running on the thread `self.tid` may call this, and only once per
-    /// invocation (the handler does not nest), so the reference is unique.
-    #[allow(clippy::mut_from_ref)]
-    pub unsafe fn scratch(&self) -> &mut Scratch {
-        // SAFETY: uniqueness is guaranteed by the caller (see above).
-        unsafe { &mut *self.scratch.get() }
     }
 }
 
@@ -172,10 +211,41 @@ impl Slot {
 /// ThreadEnd; never touched by the handler).
 pub static SLOTS: Mutex<Vec<&'static Slot>> = Mutex::new(Vec::new());
 
-/// Slots whose thread is gone and whose ring is drained, ready for new threads.
+/// Slots whose thread is gone and whose records are drained, ready for new threads.
 pub static FREE: Mutex<Vec<&'static Slot>> = Mutex::new(Vec::new());
 
 /// Slots allocated and slots reused, for the summary.
 pub static SLOTS_CREATED: AtomicU64 = AtomicU64::new(0);
 /// See [`SLOTS_CREATED`].
 pub static SLOTS_REUSED: AtomicU64 = AtomicU64::new(0);
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn identity() -> Identity {
+        Identity {
+            name: "t".into(),
+            java_id: 1,
+        }
+    }
+
+    #[test]
+    fn signal_values_name_slots_only_through_the_table() {
+        let a = Slot::make(1, std::ptr::null_mut(), identity(), ThreadStack::unknown()).unwrap();
+        let b = Slot::make(2, std::ptr::null_mut(), identity(), ThreadStack::unknown()).unwrap();
+        assert!(std::ptr::eq(
+            Slot::from_signal_value(a.signal_value()).unwrap(),
+            a
+        ));
+        assert!(std::ptr::eq(
+            Slot::from_signal_value(b.signal_value()).unwrap(),
+            b
+        ));
+        assert!(Slot::from_signal_value(0).is_none());
+        assert!(Slot::from_signal_value(u64::from(u32::MAX)).is_none());
+        assert!(Slot::from_signal_value(a as *const Slot as u64).is_none());
+        assert!(Slot::from_signal_value(u64::MAX).is_none());
+    }
+}

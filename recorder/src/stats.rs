@@ -15,6 +15,15 @@ pub struct Stats {
     pub wrong_thread: AtomicU64,
     /// Signals that arrived while recording was stopped.
     pub after_stop: AtomicU64,
+    /// Signals of the agent's number that no timer of the agent sent (queued from outside,
+    /// or a timer no slot owns): ignored.
+    pub foreign_signals: AtomicU64,
+    /// Samples skipped: too little stack left below the handler.
+    pub low_stack: AtomicU64,
+    /// Samples dropped: every scratch buffer was in use.
+    pub no_buffer: AtomicU64,
+    /// Samples of code running off the thread's own stack (pc only).
+    pub off_stack: AtomicU64,
     /// Native walks that ended truncated.
     pub native_truncated: AtomicU64,
     /// AsyncGetCallTrace failures by code: index `-code - 1` for -1..-10, 10 for any other.
@@ -76,6 +85,10 @@ pub static STATS: Stats = Stats {
     dropped_ring_full: AtomicU64::new(0),
     wrong_thread: AtomicU64::new(0),
     after_stop: AtomicU64::new(0),
+    foreign_signals: AtomicU64::new(0),
+    low_stack: AtomicU64::new(0),
+    no_buffer: AtomicU64::new(0),
+    off_stack: AtomicU64::new(0),
     native_truncated: AtomicU64::new(0),
     agct_errors: [const { AtomicU64::new(0) }; AGCT_CODES],
     walk_ns: [const { AtomicU64::new(0) }; WALK_BUCKETS],
@@ -89,6 +102,10 @@ impl Stats {
             &self.dropped_ring_full,
             &self.wrong_thread,
             &self.after_stop,
+            &self.foreign_signals,
+            &self.low_stack,
+            &self.no_buffer,
+            &self.off_stack,
             &self.native_truncated,
         ]
         .into_iter()
@@ -130,6 +147,7 @@ pub fn agct_reason(code: i32) -> &'static str {
         -8 => "thread exiting",
         -9 => "deoptimizing",
         -10 => "safepoint",
+        crate::signal::NOT_ON_THREAD_STACK => "not attempted: not on the thread's own stack",
         _ => "AsyncGetCallTrace not available",
     }
 }

@@ -93,12 +93,18 @@ pub enum Stop {
     BadFrame = 3,
     /// A pc in neither native nor Java code.
     UnknownCode = 4,
+    /// The interrupted code runs on a stack that is not the thread's own (a fiber, an
+    /// alternate signal stack) or the thread's stack is not known: its pc alone was kept.
+    OffStack = 5,
 }
 
 impl Stop {
     /// Whether native frames may be missing.
     pub fn truncated(self) -> bool {
-        matches!(self, Stop::Depth | Stop::BadFrame | Stop::UnknownCode)
+        matches!(
+            self,
+            Stop::Depth | Stop::BadFrame | Stop::UnknownCode | Stop::OffStack
+        )
     }
 
     /// Decodes [`Stop`] from its `u8`.
@@ -108,6 +114,7 @@ impl Stop {
             1 => Stop::EndOfStack,
             2 => Stop::Depth,
             3 => Stop::BadFrame,
+            5 => Stop::OffStack,
             _ => Stop::UnknownCode,
         }
     }

@@ -1,0 +1,470 @@
+//! The agent never crashes, hangs or misleads the JVM: each test puts a sampled thread where an
+//! earlier agent crashed (exit 139 or 134), hung, or wrote samples to the wrong thread, using
+//! `testdata/hardening` (a JNI library and `Hardening.java`), on every JDK found, at 1 ms. The
+//! tests check the JVM's exit, the agent's own counters in its summary line, and the recording
+//! read by the JDK's `jfr`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use tests::jdk::{oracle_jdks, Jdk};
+use tests::readers::{jfr_json, run};
+use tests::workload::{agent_library, java_with_agent_in, javac, jni_gcc, repo};
+
+/// The built workload: the class, `libhardening.so` and the `junk_signals` sender.
+fn workload() -> &'static Path {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let jdk = oracle_jdks().into_iter().next().ok_or("no JDK")?;
+            let dir =
+                std::env::temp_dir().join(format!("jfrnative-hardening-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            let src = repo().join("testdata/hardening");
+            // No frame pointers and no red zone: the spin loops push and set rbp themselves.
+            run(
+                jni_gcc(&jdk, &["-O2", "-fomit-frame-pointer", "-mno-red-zone"])
+                    .arg(src.join("hardening.c"))
+                    .arg("-o")
+                    .arg(dir.join("libhardening.so")),
+            )?;
+            run(Command::new("gcc")
+                .args(["-O2", "-o"])
+                .arg(dir.join("junk_signals"))
+                .arg(src.join("junk_signals.c")))?;
+            javac(&jdk, &src.join("Hardening.java"), &dir)?;
+            Ok(dir)
+        })
+        .as_deref()
+        .unwrap_or_else(|e| panic!("building the hardening workload: {e}"))
+}
+
+fn out_dir(test: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("jfrnative-hardening-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `Hardening args` with the agent; kills it after `limit` (a hang) and says so.
+fn run_hardening(jdk: &Jdk, options: &str, args: &[&str], limit: Duration) -> (Output, bool) {
+    let mut java = java_with_agent_in(jdk, options, &[], workload());
+    java.arg("Hardening").args(args);
+    let child = java
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_with_limit(child, limit)
+}
+
+fn wait_with_limit(mut child: Child, limit: Duration) -> (Output, bool) {
+    let start = Instant::now();
+    let mut hung = false;
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            hung = true;
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child.wait_with_output().unwrap(), hung)
+}
+
+/// A counter of the agent's summary, e.g. `too little stack left: 12`; 0 if absent.
+fn counter(stderr: &str, name: &str) -> u64 {
+    stderr
+        .split([';', '\n'])
+        .find_map(|part| part.trim().strip_prefix(name)?.trim().strip_prefix(':'))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Asserts the JVM ended normally, with `DONE`, and returns its stderr.
+fn assert_survived(jdk: &Jdk, what: &str, (out, hung): &(Output, bool)) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !hung,
+        "{}: {what}: the JVM hung\n{stdout}\n{stderr}",
+        jdk.name()
+    );
+    assert!(
+        out.status.success() && stdout.contains("DONE"),
+        "{}: {what}: {:?}\n{stdout}\n{stderr}",
+        jdk.name(),
+        out.status
+    );
+    assert!(stderr.contains("jfr-native: wrote"), "{stderr}");
+    stderr
+}
+
+const LIMIT: Duration = Duration::from_secs(90);
+
+#[test]
+fn a_thread_near_its_stack_guard_zone_is_skipped_not_crashed() {
+    for jdk in oracle_jdks() {
+        let dir = out_dir(&format!("guard{}", jdk.major));
+        // An earlier agent died (exit 139) with 5.4 and 7.5 KB left.
+        for left in ["5500", "7500"] {
+            let options = format!("file={},interval=1ms", dir.join("g.jfr").display());
+            let result = run_hardening(&jdk, &options, &["guard", left, "1.0"], LIMIT);
+            let stderr = assert_survived(&jdk, &format!("{left} bytes left"), &result);
+            let skipped = counter(&stderr, "too little stack left");
+            assert!(
+                skipped >= 50,
+                "{}: {skipped} samples skipped\n{stderr}",
+                jdk.name()
+            );
+            let lost = jfr_json(&jdk, &dir.join("g.jfr")).unwrap().lost;
+            assert!(
+                lost.iter().any(|l| l.contains("too little stack left")),
+                "the skipped samples' CPU is reported lost: {lost:?}"
+            );
+        }
+    }
+}
+
+/// Fibers and alternate signal stacks, walked with frame pointers (an earlier agent read the
+/// unmapped gap rbp points into and aborted) and with call-frame information.
+#[test]
+fn code_on_another_stack_is_sampled_by_its_pc_alone() {
+    for jdk in oracle_jdks() {
+        let dir = out_dir(&format!("fiber{}", jdk.major));
+        for cstack in ["fp", "dwarf"] {
+            for args in [&["fiber", "1.0"][..], &["altstack", "62", "1.0"][..]] {
+                let file = dir.join(format!("{cstack}-{}.jfr", args[0]));
+                let options = format!("file={},interval=1ms,cstack={cstack}", file.display());
+                let result = run_hardening(&jdk, &options, args, LIMIT);
+                let what = format!("{} with cstack={cstack}", args[0]);
+                let stderr = assert_survived(&jdk, &what, &result);
+                let off_stack = counter(&stderr, "off the thread's stack (pc only)");
+                assert!(off_stack >= 50, "{what}: {off_stack}\n{stderr}");
+                let reading = jfr_json(&jdk, &file).unwrap();
+                let pc_only = reading
+                    .samples
+                    .iter()
+                    .filter(|s| s.thread == "main" && s.pcs.len() == 1)
+                    .filter(|s| s.native_truncated == Some(true) && s.failed)
+                    .count();
+                assert!(
+                    pc_only as u64 * 10 >= off_stack * 9,
+                    "{what}: {pc_only} pc-only samples, {off_stack} counted"
+                );
+            }
+        }
+    }
+}
+
+/// A page of the thread's own stack made unreadable, rbp pointing into it: an earlier agent's
+/// fault there made HotSpot retry forever (a hang).
+#[test]
+fn an_unreadable_stack_page_ends_the_sample_not_the_jvm() {
+    for jdk in oracle_jdks() {
+        let dir = out_dir(&format!("guardpage{}", jdk.major));
+        let options = format!(
+            "file={},interval=1ms,cstack=fp",
+            dir.join("p.jfr").display()
+        );
+        let result = run_hardening(&jdk, &options, &["guardpage", "1.0"], LIMIT);
+        let stderr = assert_survived(&jdk, "guard page", &result);
+        // Faults of the guard-zone probes at thread start count too: expect many more.
+        let recovered = counter(&stderr, "faulting reads recovered");
+        assert!(recovered >= 100, "{recovered}\n{stderr}");
+    }
+}
+
+/// The threads `Hardening names` prints: Java name → kernel thread ids.
+fn printed_tids(lines: &[String]) -> BTreeMap<String, BTreeSet<i64>> {
+    let mut tids: BTreeMap<String, BTreeSet<i64>> = BTreeMap::new();
+    for l in lines {
+        let mut w = l.split_whitespace();
+        if let (Some("TID"), Some(name), Some(tid)) = (w.next(), w.next(), w.next()) {
+            tids.entry(name.to_string())
+                .or_default()
+                .insert(tid.parse().unwrap());
+        }
+    }
+    tids
+}
+
+/// A JVM running `Hardening names SECONDS [rename]`, its stdout read line by line.
+struct NamesJvm {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl NamesJvm {
+    fn start(jdk: &Jdk, args: &[&str]) -> NamesJvm {
+        let mut child = Command::new(jdk.tool("java"))
+            .arg(format!("-Djava.library.path={}", workload().display()))
+            .arg("-cp")
+            .arg(workload())
+            .arg("Hardening")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        NamesJvm {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for a line satisfying `done` over all lines so far.
+    fn wait(&mut self, what: &str, done: impl Fn(&[String]) -> bool) {
+        let start = Instant::now();
+        while !done(&self.seen) {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "timed out waiting for {what}"
+            );
+            if let Ok(line) = self.lines.recv_timeout(Duration::from_millis(100)) {
+                self.seen.push(line);
+            }
+        }
+    }
+
+    fn attach(&self, jdk: &Jdk, options: &str) -> String {
+        let out = Command::new(jdk.tool("jcmd"))
+            .arg(self.child.id().to_string())
+            .arg("JVMTI.agent_load")
+            .arg(agent_library())
+            .arg(format!("\"{options}\""))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn record(&self, jdk: &Jdk, file: &Path) {
+        let reply = self.attach(jdk, &format!("file={},interval=1ms", file.display()));
+        assert!(reply.contains("return code: 0"), "{reply}");
+        std::thread::sleep(Duration::from_millis(2500));
+        let reply = self.attach(jdk, "stop");
+        assert!(reply.contains("return code: 0"), "{reply}");
+    }
+}
+
+impl Drop for NamesJvm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Threads that share a name, and threads whose Java name differs from their kernel name, each
+/// get their own samples after an attach (an earlier agent matched threads by kernel name: it
+/// skipped the first and sent the second's samples to another thread).
+#[test]
+fn attached_threads_are_matched_by_thread_id() {
+    for jdk in oracle_jdks() {
+        let dir = out_dir(&format!("names{}", jdk.major));
+        let mut jvm = NamesJvm::start(&jdk, &["names", "20"]);
+        jvm.wait("five threads", |l| {
+            printed_tids(l).values().map(BTreeSet::len).sum::<usize>() == 5
+        });
+        let printed = printed_tids(&jvm.seen);
+        let file = dir.join("names.jfr");
+        jvm.record(&jdk, &file);
+        let reading = jfr_json(&jdk, &file).unwrap();
+        for (name, tids) in &printed {
+            for tid in tids {
+                let samples: Vec<_> = reading.samples.iter().filter(|s| s.tid == *tid).collect();
+                assert!(
+                    samples.len() >= 100,
+                    "{}: thread {name} ({tid}): {} samples",
+                    jdk.name(),
+                    samples.len()
+                );
+                assert!(
+                    samples.iter().all(|s| &s.thread == name),
+                    "{}: samples of {tid} named {:?}, not {name}",
+                    jdk.name(),
+                    samples.iter().map(|s| &s.thread).collect::<BTreeSet<_>>()
+                );
+            }
+        }
+    }
+}
+
+/// A second recording names threads as they are named then (an earlier agent kept the names
+/// of the first recording).
+#[test]
+fn a_second_recording_names_threads_anew() {
+    for jdk in oracle_jdks() {
+        let dir = out_dir(&format!("rename{}", jdk.major));
+        let mut jvm = NamesJvm::start(&jdk, &["names", "16", "rename"]);
+        jvm.wait("five threads", |l| {
+            printed_tids(l).values().map(BTreeSet::len).sum::<usize>() == 5
+        });
+        jvm.record(&jdk, &dir.join("first.jfr"));
+        jvm.wait("the renaming", |l| l.iter().any(|l| l == "RENAMED"));
+        let second = dir.join("second.jfr");
+        jvm.record(&jdk, &second);
+        let reading = jfr_json(&jdk, &second).unwrap();
+        let tids: BTreeSet<i64> = printed_tids(&jvm.seen)
+            .values()
+            .flatten()
+            .copied()
+            .collect();
+        let names: BTreeSet<&str> = reading
+            .samples
+            .iter()
+            .filter(|s| tids.contains(&s.tid))
+            .map(|s| s.thread.as_str())
+            .collect();
+        assert!(
+            !names.is_empty(),
+            "{}: no samples of the renamed threads",
+            jdk.name()
+        );
+        assert!(
+            names.iter().all(|n| n.starts_with("again-")),
+            "{}: {names:?}",
+            jdk.name()
+        );
+    }
+}
+
+/// 10 000 signals of the agent's number queued from another process, with every `si_code` a
+/// sender may use and junk values: ignored (an earlier agent dereferenced the value and
+/// aborted after about 6 000).
+#[test]
+fn signals_queued_from_outside_are_ignored() {
+    const SIGNAL: &str = "50";
+    for jdk in oracle_jdks() {
+        let dir = out_dir(&format!("junk{}", jdk.major));
+        let options = format!(
+            "file={},interval=1ms,signal={SIGNAL}",
+            dir.join("j.jfr").display()
+        );
+        let mut java = java_with_agent_in(&jdk, &options, &[], workload());
+        let child = java
+            .args(["Hardening", "names", "8"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_secs(2));
+        let sent = run(Command::new(workload().join("junk_signals")).args([
+            &child.id().to_string(),
+            SIGNAL,
+            "10000",
+        ]))
+        .unwrap();
+        let sent: u64 = sent.trim().strip_prefix("sent ").unwrap().parse().unwrap();
+        let result = wait_with_limit(child, LIMIT);
+        let stderr = assert_survived(&jdk, "junk signals", &result);
+        let ignored = counter(&stderr, "signals not from the agent's timers (ignored)");
+        assert!(sent >= 9000, "{sent} sent");
+        assert_eq!(ignored, sent, "{stderr}");
+    }
+}
+
+/// An attach that fails leaves no handler of the agent's signal behind: HotSpot unloads the
+/// library, and a handler pointing into it would crash the JVM at the next signal.
+#[test]
+fn a_failed_attach_leaves_no_handler_behind() {
+    let caught = |pid: u32| -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let mask = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .unwrap();
+        u64::from_str_radix(mask.trim(), 16).unwrap()
+    };
+    for jdk in oracle_jdks() {
+        let mut jvm = NamesJvm::start(&jdk, &["names", "20"]);
+        jvm.wait("five threads", |l| {
+            printed_tids(l).values().map(BTreeSet::len).sum::<usize>() == 5
+        });
+        let before = caught(jvm.child.id());
+        for options in [
+            "file=/nonexistent/dir/x.jfr,signal=50",
+            "file=x.jfr,interval=fast,signal=50",
+        ] {
+            let reply = jvm.attach(&jdk, options);
+            assert!(reply.contains("return code: -1"), "{options}: {reply}");
+            assert_eq!(
+                caught(jvm.child.id()),
+                before,
+                "{options}: signal handlers changed"
+            );
+        }
+        assert!(
+            jvm.child.try_wait().unwrap().is_none(),
+            "the JVM keeps running"
+        );
+    }
+}
+
+/// 2 000 idle threads cost at most 16 KB of agent memory each: RSS growth while starting them,
+/// with the agent minus without (an earlier agent kept 48.8 KB per thread).
+#[test]
+fn idle_threads_cost_little_agent_memory() {
+    const THREADS: u64 = 2000;
+    let growth_kb = |out: &Output| -> u64 {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line = stdout.lines().find_map(|l| l.strip_prefix("RSS ")).unwrap();
+        let kb: Vec<u64> = line
+            .split_whitespace()
+            .map(|v| v.parse().unwrap())
+            .collect();
+        kb[1].saturating_sub(kb[0])
+    };
+    for jdk in oracle_jdks() {
+        let dir = out_dir(&format!("idle{}", jdk.major));
+        let n = THREADS.to_string();
+        let args = ["Hardening", "idle", &n, "2"];
+        let mut without = Command::new(jdk.tool("java"));
+        without
+            .arg(format!("-Djava.library.path={}", workload().display()))
+            .arg("-cp")
+            .arg(workload())
+            .args(args);
+        let options = format!("file={},interval=1ms", dir.join("i.jfr").display());
+        let mut with = java_with_agent_in(&jdk, &options, &[], workload());
+        with.args(args);
+        // Medians of three interleaved runs each: RSS is noisy.
+        let mut growth = [Vec::new(), Vec::new()];
+        for _ in 0..3 {
+            for (i, cmd) in [&mut without, &mut with].into_iter().enumerate() {
+                let out = cmd.output().unwrap();
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                growth[i].push(growth_kb(&out));
+            }
+        }
+        let median = |v: &mut Vec<u64>| {
+            v.sort();
+            v[v.len() / 2]
+        };
+        let (without_kb, with_kb) = (median(&mut growth[0]), median(&mut growth[1]));
+        let per_thread = with_kb.saturating_sub(without_kb) as f64 * 1024.0 / THREADS as f64;
+        eprintln!(
+            "{}: {THREADS} idle threads: RSS +{without_kb} KB without the agent, +{with_kb} KB with: {per_thread:.0} bytes per thread",
+            jdk.name()
+        );
+        assert!(per_thread <= 16.0 * 1024.0, "{per_thread} bytes per thread");
+    }
+}
