@@ -453,6 +453,12 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
             t.build_cpu_ns as f64 / 1e6
         ));
     }
+    let entered = STATS.other_handler_entered.load(Ordering::Relaxed);
+    if entered > 0 {
+        text.push_str(&format!(
+            "\n  another signal handler at its entry: {entered} samples taken from the code its signal interrupted"
+        ));
+    }
     for (i, c) in STATS.agct_errors.iter().enumerate() {
         let n = c.load(Ordering::Relaxed);
         if n > 0 {

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::slots::{Slot, RECORD_HEADER_WORDS};
 use crate::stack::StackBounds;
 use crate::stats::{self, STATS};
-use crate::unwind::{walk, Stop};
+use crate::unwind::{walk_sample, Sample, Stop};
 use crate::{agct, codemap, os, ucontext};
 
 /// Whether samples are being taken (false before start and after stop).
@@ -82,10 +82,27 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
     // SAFETY: we are the handler on the slot's own thread (checked above), and it does not nest.
     let scratch = unsafe { slot.scratch() };
     let cfi = USE_CFI.load(Ordering::Relaxed);
-    let (native_count, stop) = codemap::with_current(|map| match map {
-        Some(map) => walk(regs, &bounds, map, cfi, &mut scratch.pcs),
-        None => (0, Stop::UnknownCode),
+    let Sample {
+        count: native_count,
+        stop,
+        context,
+    } = codemap::with_current(|map| match map {
+        Some(map) => walk_sample(regs, &bounds, map, cfi, &mut scratch.pcs),
+        None => Sample {
+            count: 0,
+            stop: Stop::UnknownCode,
+            context: None,
+        },
     });
+    // Our signal came with another one whose handler had not started: the sample is of the
+    // code that signal interrupted, Java stack included.
+    let agct_uc = match context {
+        Some(inner) => {
+            stats::inc(&STATS.other_handler_entered);
+            inner as *mut c_void
+        }
+        None => uc,
+    };
     if stop == Stop::UnknownCode {
         crate::unwind::watcher::unknown_pc_seen();
     }
@@ -97,8 +114,12 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
         stats::inc(bucket);
     }
     // SAFETY: on the interrupted thread, with its JNIEnv, after ClassLoad was enabled and
-    // methods primed (the agent arms timers only after that).
-    let agct_code = unsafe { agct::call(slot.env(), &mut scratch.frames, uc) };
+    // methods primed (the agent arms timers only after that). `agct_uc` is the kernel's
+    // ucontext of this handler or, from `walk_sample`, that of a signal frame on this thread's
+    // stack whose handler has not run yet: the thread's state is the one it describes, and its
+    // whole `uc_mcontext` lies within the stack bounds (checked), which stay mapped and
+    // unchanged while this handler runs above it.
+    let agct_code = unsafe { agct::call(slot.env(), &mut scratch.frames, agct_uc) };
     let java_count = usize::try_from(agct_code).unwrap_or(0);
     let pcs = scratch.pcs.get(..native_count).unwrap_or_default();
     let frames = scratch.frames.get(..java_count).unwrap_or_default();
