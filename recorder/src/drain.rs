@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use jfr_writer::*;
 
-use crate::codemap::Library;
+use crate::codemap::{self, Library, Retained};
 use crate::jvmti::Jvmti;
 use crate::methods::Methods;
 use crate::options::{CStack, Options};
@@ -65,6 +65,10 @@ pub struct Summary {
     pub failed: u64,
     /// The unwind tables (`cstack=dwarf`).
     pub tables: Option<TableStats>,
+    /// What the code maps and unwind tables retain at the end.
+    pub retained: Retained,
+    /// Build ids cached for `jdk.NativeLibrary` events at the end.
+    pub build_ids: usize,
 }
 
 /// What `jdk.OSInformation` and `jdk.CPUInformation` say, read once per recording.
@@ -394,6 +398,8 @@ impl Drain {
         self.drain_all();
         let summary = Summary {
             tables: watcher::table_stats(),
+            retained: codemap::retained(),
+            build_ids: self.build_ids.len(),
             ..self.summary
         };
         let status_path = self.options.status.clone();
@@ -459,6 +465,15 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
             "\n  another signal handler at its entry: {entered} samples taken from the code its signal interrupted"
         ));
     }
+    let r = &s.retained;
+    text.push_str(&format!(
+        "\n  retained: {} code maps ({} retired), {} unwind tables ({:.2} MB), {} library build ids",
+        r.code_maps,
+        r.retired_maps,
+        r.tables,
+        r.table_bytes as f64 / 1e6,
+        s.build_ids
+    ));
     for (i, c) in STATS.agct_errors.iter().enumerate() {
         let n = c.load(Ordering::Relaxed);
         if n > 0 {
