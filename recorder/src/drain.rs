@@ -108,6 +108,7 @@ pub struct Drain {
     libraries: Vec<Library>,
     libraries_version: u64,
     libraries_written: HashSet<(String, u64, u64)>,
+    /// By (path, inode), for the libraries of the current map.
     build_ids: HashMap<(String, u64), Option<String>>,
     chunk_start_ns: i64,
     system: System,
@@ -162,6 +163,15 @@ impl Drain {
             self.libraries_version = version;
             self.libraries = libraries;
             self.write_libraries();
+            // Build ids are kept for the libraries mapped now only: a process that loads fresh
+            // copies of a library over and over (new inodes) must not grow the cache.
+            let mapped: HashSet<(&str, u64)> = self
+                .libraries
+                .iter()
+                .map(|l| (l.path.as_str(), l.inode))
+                .collect();
+            self.build_ids
+                .retain(|(path, inode), _| mapped.contains(&(path.as_str(), *inode)));
         }
     }
 
