@@ -197,11 +197,38 @@ static CURRENT: AtomicPtr<CodeMap> = AtomicPtr::new(std::ptr::null_mut());
 static READERS: AtomicUsize = AtomicUsize::new(0);
 /// Snapshots replaced but maybe still read by a handler (as raw `Box` pointers).
 static RETIRED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// Snapshots published and not yet freed (the current one and the retired ones).
+static ALIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// What the code maps and unwind tables retain now.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Retained {
+    /// Code maps not freed: the current one and those retired but not yet reclaimed.
+    pub code_maps: usize,
+    /// Of those, the retired ones (waiting until no handler can read them).
+    pub retired_maps: usize,
+    /// Unwind tables alive, wherever held (cache, current or retired maps).
+    pub tables: usize,
+    /// Their heap bytes.
+    pub table_bytes: usize,
+}
+
+/// What the code maps and unwind tables retain now (off the handler: takes a lock).
+pub fn retained() -> Retained {
+    let (tables, table_bytes) = crate::unwind::rule::tables_alive();
+    Retained {
+        code_maps: ALIVE.load(Ordering::SeqCst),
+        retired_maps: RETIRED.lock().map_or(0, |r| r.len()),
+        tables,
+        table_bytes,
+    }
+}
 
 /// Publishes a new snapshot; the previous one is retired and freed by [`reclaim`] once no
 /// handler can be reading it.
 pub fn publish(map: CodeMap) {
     let new = Box::into_raw(Box::new(map));
+    ALIVE.fetch_add(1, Ordering::SeqCst);
     let old = CURRENT.swap(new, Ordering::SeqCst);
     if !old.is_null() {
         if let Ok(mut retired) = RETIRED.lock() {
@@ -229,6 +256,7 @@ pub fn reclaim() -> usize {
         // it is freed once, as it leaves the list.
         drop(unsafe { Box::from_raw(p as *mut CodeMap) });
     }
+    ALIVE.fetch_sub(freed, Ordering::SeqCst);
     freed
 }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use jfr_writer::*;
 
 use crate::buffers::{self, RECORD_HEADER_WORDS};
-use crate::codemap::Library;
+use crate::codemap::{self, Library, Retained};
 use crate::jvmti::Jvmti;
 use crate::methods::Methods;
 use crate::options::{CStack, Options};
@@ -74,6 +74,10 @@ pub struct Summary {
     pub tables: Option<TableStats>,
     /// The sampling interval, ns.
     pub interval_ns: u64,
+    /// What the code maps and unwind tables retain at the end.
+    pub retained: Retained,
+    /// Build ids cached for `jdk.NativeLibrary` events at the end.
+    pub build_ids: usize,
 }
 
 /// What `jdk.OSInformation` and `jdk.CPUInformation` say, read once per recording.
@@ -113,6 +117,7 @@ pub struct Drain {
     libraries: Vec<Library>,
     libraries_version: u64,
     libraries_written: HashSet<(String, u64, u64)>,
+    /// By (path, inode), for the libraries of the current map.
     build_ids: HashMap<(String, u64), Option<String>>,
     chunk_start_ns: i64,
     system: System,
@@ -167,6 +172,15 @@ impl Drain {
             self.libraries_version = version;
             self.libraries = libraries;
             self.write_libraries();
+            // Build ids are kept for the libraries mapped now only: a process that loads fresh
+            // copies of a library over and over (new inodes) must not grow the cache.
+            let mapped: HashSet<(&str, u64)> = self
+                .libraries
+                .iter()
+                .map(|l| (l.path.as_str(), l.inode))
+                .collect();
+            self.build_ids
+                .retain(|(path, inode), _| mapped.contains(&(path.as_str(), *inode)));
         }
     }
 
@@ -430,6 +444,8 @@ impl Drain {
         let summary = Summary {
             tables: watcher::table_stats(),
             interval_ns: self.options.interval_ns,
+            retained: codemap::retained(),
+            build_ids: self.build_ids.len(),
             ..self.summary
         };
         let status_path = self.options.status.clone();
@@ -522,6 +538,21 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
             t.build_cpu_ns as f64 / 1e6
         ));
     }
+    let entered = STATS.other_handler_entered.load(Ordering::Relaxed);
+    if entered > 0 {
+        text.push_str(&format!(
+            "\n  another signal handler at its entry: {entered} samples taken from the code its signal interrupted"
+        ));
+    }
+    let r = &s.retained;
+    text.push_str(&format!(
+        "\n  retained: {} code maps ({} retired), {} unwind tables ({:.2} MB), {} library build ids",
+        r.code_maps,
+        r.retired_maps,
+        r.tables,
+        r.table_bytes as f64 / 1e6,
+        s.build_ids
+    ));
     for (i, c) in STATS.agct_errors.iter().enumerate() {
         let n = c.load(Ordering::Relaxed);
         if n > 0 {

@@ -17,7 +17,7 @@ use crate::buffers::{self, RECORD_HEADER_WORDS};
 use crate::slots::Slot;
 use crate::stack::HANDLER_STACK_BYTES;
 use crate::stats::{self, STATS};
-use crate::unwind::{walk, Stop};
+use crate::unwind::{walk_sample, Sample, Stop};
 use crate::{agct, codemap, os, ucontext};
 
 /// Whether samples are being taken (false before start and after stop).
@@ -168,23 +168,45 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
     let regs = unsafe { ucontext::regs(uc) };
     let on_own_stack = slot.stack.bounds_from(regs.sp);
     let cfi = USE_CFI.load(Ordering::Relaxed);
-    let (native_count, stop) = match on_own_stack {
+    let Sample {
+        count: native_count,
+        stop,
+        context,
+    } = match on_own_stack {
         Some(bounds) => codemap::with_current(|map| match map {
-            Some(map) => walk(regs, &bounds, map, cfi, &mut scratch.pcs),
-            None => (0, Stop::UnknownCode),
+            Some(map) => walk_sample(regs, &bounds, map, cfi, &mut scratch.pcs),
+            None => Sample {
+                count: 0,
+                stop: Stop::UnknownCode,
+                context: None,
+            },
         }),
         None => {
             // Another stack (a fiber, an alternate signal stack, unknown bounds): its memory
             // is not known to be readable. The pc alone, flagged.
             stats::inc(&STATS.off_stack);
-            match scratch.pcs.first_mut() {
+            let count = match scratch.pcs.first_mut() {
                 Some(first) => {
                     *first = regs.pc;
-                    (1, Stop::OffStack)
+                    1
                 }
-                None => (0, Stop::OffStack),
+                None => 0,
+            };
+            Sample {
+                count,
+                stop: Stop::OffStack,
+                context: None,
             }
         }
+    };
+    // Our signal came with another one whose handler had not started: the sample is of the
+    // code that signal interrupted, Java stack included.
+    let agct_uc = match context {
+        Some(inner) => {
+            stats::inc(&STATS.other_handler_entered);
+            inner as *mut c_void
+        }
+        None => uc,
     };
     if stop == Stop::UnknownCode {
         crate::unwind::watcher::unknown_pc_seen();
@@ -199,8 +221,12 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
     let agct_code = if on_own_stack.is_some() {
         // SAFETY: on the interrupted thread (checked above), with its JNIEnv, after ClassLoad
         // was enabled and methods primed (the agent arms timers only after that), with enough
-        // stack left (checked above).
-        unsafe { agct::call(slot.env(), &mut scratch.frames, uc) }
+        // stack left (checked above). `agct_uc` is the kernel's ucontext of this handler or,
+        // from `walk_sample`, that of a signal frame on this thread's stack whose handler has
+        // not run yet: the thread's state is the one it describes, and its whole `uc_mcontext`
+        // lies within the stack bounds (checked), which stay mapped and unchanged while this
+        // handler runs above it.
+        unsafe { agct::call(slot.env(), &mut scratch.frames, agct_uc) }
     } else {
         NOT_ON_THREAD_STACK
     };

@@ -26,6 +26,9 @@ pub struct Stats {
     pub off_stack: AtomicU64,
     /// Native walks that ended truncated.
     pub native_truncated: AtomicU64,
+    /// Samples that interrupted another signal's handler at its entry (the two signals arrived
+    /// together) and were taken from the code that handler's signal interrupted.
+    pub other_handler_entered: AtomicU64,
     /// AsyncGetCallTrace failures by code: index `-code - 1` for -1..-10, 10 for any other.
     pub agct_errors: [AtomicU64; AGCT_CODES],
     /// How long the native walks took (see [`walk_time_bucket`]).
@@ -90,6 +93,7 @@ pub static STATS: Stats = Stats {
     no_buffer: AtomicU64::new(0),
     off_stack: AtomicU64::new(0),
     native_truncated: AtomicU64::new(0),
+    other_handler_entered: AtomicU64::new(0),
     agct_errors: [const { AtomicU64::new(0) }; AGCT_CODES],
     walk_ns: [const { AtomicU64::new(0) }; WALK_BUCKETS],
 };
@@ -107,6 +111,7 @@ impl Stats {
             &self.no_buffer,
             &self.off_stack,
             &self.native_truncated,
+            &self.other_handler_entered,
         ]
         .into_iter()
         .chain(self.agct_errors.iter())

@@ -5,7 +5,11 @@
 //!   library has it, frame pointers where it has not, through signal frames and PLT stubs,
 //!   until the first Java frame. Pure: memory is read through [`Memory`] (bounds-checked by
 //!   the caller) and code is classified through [`CodeKind`], so it is tested over synthetic
-//!   stacks. Stops, never faults, on anything implausible.
+//!   stacks. Stops, never faults, on anything implausible. A sample starts with
+//!   [`walk_sample`]: if our signal arrived together with another one, so that the interrupted
+//!   code is the other signal's handler at its entry, the sample is taken from the code that
+//!   signal interrupted instead (its `ucontext_t` on the stack, also given to
+//!   AsyncGetCallTrace).
 //! - [`rule`]: the compact per-library table the walk looks rules up in (binary search).
 //!
 //! Off the handler:
@@ -22,7 +26,7 @@ pub mod walk;
 pub mod watcher;
 
 pub use rule::Rule;
-pub use walk::walk;
+pub use walk::{walk, walk_sample, Sample};
 
 /// Registers at the interrupted instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,6 +11,8 @@
     clippy::arithmetic_side_effects
 )]
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 /// How the canonical frame address (the caller's stack pointer) and the return address are
 /// found at a pc.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,13 +123,27 @@ pub struct Row {
     pub rule: Rule,
 }
 
+/// Tables alive in the process (made by [`Table::new`], not yet dropped), and their heap bytes:
+/// what the unwind tables retain, whoever holds them (the table cache, the published code map,
+/// retired code maps a handler may still read).
+static TABLES_ALIVE: AtomicUsize = AtomicUsize::new(0);
+static TABLE_BYTES_ALIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// How many tables are alive and their heap bytes (see [`Table::heap_bytes`]).
+pub fn tables_alive() -> (usize, usize) {
+    (
+        TABLES_ALIVE.load(Ordering::Relaxed),
+        TABLE_BYTES_ALIVE.load(Ordering::Relaxed),
+    )
+}
+
 /// Code bytes per entry of a table's page index.
 const PAGE_SHIFT: u32 = 12;
 
 /// One library's rows, sorted by offset, with no two neighbours alike, and a page index so
 /// that a lookup searches only the few rows of one 4 KiB page of code (a binary search over
 /// the whole table would miss the cache at nearly every step).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Table {
     /// The runtime address offsets count from (the library's lowest mapped address).
     pub base: u64,
@@ -157,11 +173,14 @@ impl Table {
                 merged.partition_point(|r| u64::from(r.offset) < start) as u32
             })
             .collect();
-        Table {
+        let table = Table {
             base,
             rows: merged.into_boxed_slice(),
             pages,
-        }
+        };
+        TABLES_ALIVE.fetch_add(1, Ordering::Relaxed);
+        TABLE_BYTES_ALIVE.fetch_add(table.heap_bytes(), Ordering::Relaxed);
+        table
     }
 
     /// The rule at runtime address `pc`: [`Rule::NONE`] outside every described range.
@@ -210,6 +229,15 @@ impl Table {
     /// Heap bytes the table holds.
     pub fn heap_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.rows).saturating_add(std::mem::size_of_val(&*self.pages))
+    }
+}
+
+impl Drop for Table {
+    /// Never in the signal handler: it only borrows tables of a published code map, which are
+    /// dropped by the thread that frees the map.
+    fn drop(&mut self) {
+        TABLES_ALIVE.fetch_sub(1, Ordering::Relaxed);
+        TABLE_BYTES_ALIVE.fetch_sub(self.heap_bytes(), Ordering::Relaxed);
     }
 }
 

@@ -34,6 +34,98 @@ fn signal_frame(sp: u64, mem: &impl Memory) -> Option<Regs> {
     })
 }
 
+/// The first byte past the registers HotSpot's AsyncGetCallTrace reads from a `ucontext_t`
+/// (`uc_mcontext`: the general registers and the pointer to the FPU state).
+const MCONTEXT_END: u64 = (std::mem::offset_of!(libc::ucontext_t, uc_mcontext)
+    + std::mem::size_of::<libc::mcontext_t>()) as u64;
+
+/// Most signal frames [`walk_sample`] looks through at the top of one sample (one per other
+/// signal that arrived together with ours).
+pub const MAX_ENTERED_HANDLERS: usize = 4;
+
+/// If the interrupted code is a signal handler the kernel has just entered, the address of the
+/// kernel's `ucontext_t` of that handler's signal and the registers it holds (the code that
+/// signal interrupted).
+///
+/// The rule: the leaf is native code that has not moved the stack pointer since it was called
+/// from a signal frame. That is, the word at `sp` is a return address into a signal trampoline
+/// (its rule, looked up one byte back like every return address, is [`Kind::Signal`]), the
+/// leaf's own rule, where it has one, puts the CFA at `sp + 8` (nothing pushed, no frame), and
+/// the whole `uc_mcontext` of the ucontext right above that return address can be read. This is
+/// exactly the state the kernel leaves when it delivers two signals at once: it builds the
+/// first signal's frame and enters its handler, then, before that handler's first instruction,
+/// builds ours on top. The same state holds at such a handler's `ret` and all through a handler
+/// that never touches the stack; those few instructions are attributed to the interrupted code
+/// as well. A handler that has made a frame or called a function (real work of its own) is not
+/// matched and is sampled as it is.
+pub fn entered_handler(regs: Regs, mem: &impl Memory, code: &impl CodeKind) -> Option<(u64, Regs)> {
+    let (kind, rule) = code.classify(regs.pc, Some(regs.pc));
+    let nothing_pushed = match rule.kind() {
+        Kind::Rsp => rule.cfa_offset() == 8,
+        Kind::None => true,
+        Kind::Rbp | Kind::Plt | Kind::Signal | Kind::End => false,
+    };
+    if kind != Code::Native || !nothing_pushed {
+        return None;
+    }
+    let ra = mem.read_u64(regs.sp)?;
+    let (ra_kind, ra_rule) = code.classify(ra, Some(ra.checked_sub(1)?));
+    if ra_kind != Code::Native || ra_rule.kind() != Kind::Signal {
+        return None;
+    }
+    let uc = regs.sp.checked_add(8)?;
+    mem.read_u64(uc.checked_add(MCONTEXT_END)?.checked_sub(8)?)?;
+    // The kernel builds a signal frame below the interrupted stack pointer, on the same stack
+    // (sigaltstack frames lie outside the bounds the handler reads).
+    signal_frame(uc, mem)
+        .filter(|inner| inner.sp > uc)
+        .map(|inner| (uc, inner))
+}
+
+/// A sample's native walk: how many pcs, why it stopped, and where it was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// Pcs written.
+    pub count: usize,
+    /// Why the walk ended.
+    pub stop: Stop,
+    /// The address of the kernel's `ucontext_t` the sample was taken from, when the handler's
+    /// own context was another signal handler just entered ([`entered_handler`]); `None`: the
+    /// handler's own.
+    pub context: Option<u64>,
+}
+
+/// Walks one sample: first looks through the signal frames of handlers the kernel entered just
+/// before ours (at most [`MAX_ENTERED_HANDLERS`], only with `cfi`: the trampoline is known by
+/// its call-frame information), then [`walk`]s from the code they interrupted.
+pub fn walk_sample(
+    regs: Regs,
+    mem: &impl Memory,
+    code: &impl CodeKind,
+    cfi: bool,
+    out: &mut [u64],
+) -> Sample {
+    let mut r = regs;
+    let mut context = None;
+    if cfi {
+        for _ in 0..MAX_ENTERED_HANDLERS {
+            match entered_handler(r, mem, code) {
+                Some((uc, inner)) => {
+                    context = Some(uc);
+                    r = inner;
+                }
+                None => break,
+            }
+        }
+    }
+    let (count, stop) = walk(r, mem, code, cfi, out);
+    Sample {
+        count,
+        stop,
+        context,
+    }
+}
+
 /// The caller's frame by frame pointers: `[fp]` is the caller's rbp, `[fp + 8]` the return
 /// address, and the caller's stack starts at `fp + 16`.
 fn fp_step(r: Regs, mem: &impl Memory) -> Option<Regs> {
@@ -448,6 +540,144 @@ mod tests {
         s.hi = 0x7080;
         let (pcs, stop) = walk_with(&s, &code, true, 0x1100, 0x7000, 0);
         assert_eq!((pcs, stop), (vec![0x1100, 0x1600], Stop::BadFrame));
+    }
+
+    /// Code for the entered-handler tests: a handler at 0x1100 (CFA rsp + 8 at its entry, rsp +
+    /// 16 from 0x1104 on, after it made a frame), the trampoline at 0x1600 (found at 0x15ff),
+    /// native code without a frame at 0x1700, a function with an rbp frame at 0x1800.
+    fn handler_layout() -> Layout {
+        layout(&[
+            (0x100, rule(Kind::Rsp, SavedRbp::Unchanged, 8)),
+            (0x104, rule(Kind::Rsp, SavedRbp::Unchanged, 16)),
+            (0x5ff, rule(Kind::Signal, SavedRbp::Unchanged, 0)),
+            (0x640, Rule::NONE),
+            (0x700, rule(Kind::Rsp, SavedRbp::Unchanged, 8)),
+            (0x800, rule(Kind::Rbp, SavedRbp::At(2), 16)),
+        ])
+    }
+
+    /// A signal frame whose return address is at `at` and whose ucontext (right above it)
+    /// holds `pc`, `sp`, `fp`.
+    fn signal_frame_words(at: u64, pc: u64, sp: u64, fp: u64) -> Vec<(u64, u64)> {
+        use ucontext_offsets::{RBP, RIP, RSP};
+        let uc = at + 8;
+        vec![(at, 0x1600), (uc + RIP, pc), (uc + RSP, sp), (uc + RBP, fp)]
+    }
+
+    fn sample_with(s: &Stack, code: &Layout, cfi: bool, pc: u64, sp: u64) -> (Vec<u64>, Sample) {
+        let mut out = [0u64; 8];
+        let sample = walk_sample(Regs { pc, sp, fp: 0 }, s, code, cfi, &mut out);
+        (out[..sample.count].to_vec(), sample)
+    }
+
+    #[test]
+    fn a_sample_at_another_handlers_entry_is_taken_from_the_code_its_signal_interrupted() {
+        let code = handler_layout();
+        // The other handler (0x1100) was entered with sp 0x7000 and has run no instruction; its
+        // signal interrupted Java code at 0x5010, sp 0x7800.
+        let s = stack(&signal_frame_words(0x7000, 0x5010, 0x7800, 0x7900));
+        let (pcs, sample) = sample_with(&s, &code, true, 0x1100, 0x7000);
+        assert_eq!(
+            pcs,
+            Vec::<u64>::new(),
+            "no native frame: the thread was in Java"
+        );
+        assert_eq!(
+            (sample.stop, sample.context),
+            (Stop::ReachedJava, Some(0x7008))
+        );
+        // Interrupted in native code (0x1700, frameless, returning into Java): the native
+        // frames start there.
+        let mut words = signal_frame_words(0x7000, 0x1700, 0x7800, 0x7900);
+        words.push((0x7800, 0x5020));
+        let s = stack(&words);
+        let (pcs, sample) = sample_with(&s, &code, true, 0x1100, 0x7000);
+        assert_eq!(pcs, [0x1700]);
+        assert_eq!(
+            (sample.stop, sample.context),
+            (Stop::ReachedJava, Some(0x7008))
+        );
+        // The same stack walked as it is: the handler and the trampoline come first.
+        let (pcs, stop) = walk_with(&s, &code, true, 0x1100, 0x7000, 0);
+        assert_eq!(
+            (pcs, stop),
+            (vec![0x1100, 0x1600, 0x1700], Stop::ReachedJava)
+        );
+    }
+
+    #[test]
+    fn signals_that_arrived_together_are_looked_through_one_by_one() {
+        let code = handler_layout();
+        // Two other handlers entered at once, each at its entry; the outer signal interrupted
+        // Java.
+        let mut words = signal_frame_words(0x7000, 0x1100, 0x7400, 0);
+        words.extend(signal_frame_words(0x7400, 0x5010, 0x7800, 0x7900));
+        let s = stack(&words);
+        let (pcs, sample) = sample_with(&s, &code, true, 0x1100, 0x7000);
+        assert_eq!(pcs, Vec::<u64>::new());
+        assert_eq!(
+            (sample.stop, sample.context),
+            (Stop::ReachedJava, Some(0x7408))
+        );
+    }
+
+    #[test]
+    fn a_handler_at_work_is_sampled_as_it_is() {
+        let code = handler_layout();
+        // The handler made a frame (0x1104: CFA rsp + 16): its return address is at sp + 8.
+        let s = stack(&signal_frame_words(0x7008, 0x5010, 0x7800, 0x7900));
+        let (pcs, sample) = sample_with(&s, &code, true, 0x1104, 0x7000);
+        assert_eq!(pcs, [0x1104, 0x1600]);
+        assert_eq!((sample.stop, sample.context), (Stop::ReachedJava, None));
+        // A handler deeper in its work: a frame-pointer function called by the handler.
+        // It saved the handler's rbp at 0x7010 and returns to 0x1110 (CFA rsp + 16 there).
+        let mut words = signal_frame_words(0x7028, 0x5010, 0x7800, 0x7900);
+        words.extend([(0x7010, 0x7100), (0x7018, 0x1110)]);
+        let s = stack(&words);
+        let mut out = [0u64; 8];
+        let sample = walk_sample(
+            Regs {
+                pc: 0x1800,
+                sp: 0x7000,
+                fp: 0x7010,
+            },
+            &s,
+            &code,
+            true,
+            &mut out,
+        );
+        assert_eq!(sample.context, None);
+        assert_eq!(out[..sample.count], [0x1800, 0x1110, 0x1600]);
+    }
+
+    #[test]
+    fn only_a_return_into_a_signal_trampoline_with_a_readable_context_restarts_a_sample() {
+        let code = handler_layout();
+        // Native code at entry (CFA rsp + 8) returning into Java, not into a trampoline.
+        let s = stack(&[(0x7000, 0x5010)]);
+        let (pcs, sample) = sample_with(&s, &code, true, 0x1700, 0x7000);
+        assert_eq!((pcs, sample.context), (vec![0x1700], None));
+        // A Java leaf above a signal frame is not a handler.
+        let s = stack(&signal_frame_words(0x7000, 0x5010, 0x7800, 0x7900));
+        assert_eq!(sample_with(&s, &code, true, 0x5000, 0x7000).1.context, None);
+        // The ucontext's registers run past the readable stack.
+        let mut s = stack(&signal_frame_words(0x7000, 0x5010, 0x7800, 0x7900));
+        s.hi = 0x7000 + MCONTEXT_END;
+        assert_eq!(sample_with(&s, &code, true, 0x1100, 0x7000).1.context, None);
+        s.hi += 8;
+        assert_eq!(
+            sample_with(&s, &code, true, 0x1100, 0x7000).1.context,
+            Some(0x7008)
+        );
+        // An interrupted sp at or below the signal frame: not a frame the kernel built.
+        let s = stack(&signal_frame_words(0x7000, 0x5010, 0x7008, 0x7900));
+        assert_eq!(sample_with(&s, &code, true, 0x1100, 0x7000).1.context, None);
+        // Frame pointers only: the trampoline is not known.
+        let s = stack(&signal_frame_words(0x7000, 0x5010, 0x7800, 0x7900));
+        assert_eq!(
+            sample_with(&s, &code, false, 0x1100, 0x7000).1.context,
+            None
+        );
     }
 
     #[test]
