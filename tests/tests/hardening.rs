@@ -124,7 +124,8 @@ fn a_thread_near_its_stack_guard_zone_is_skipped_not_crashed() {
             let lost = jfr_json(&jdk, &dir.join("g.jfr")).unwrap().lost;
             assert!(
                 lost.iter().any(|l| l.contains("too little stack left")),
-                "the skipped samples' CPU is reported lost: {lost:?}"
+                "{}: {left}: the skipped samples' CPU is reported lost: {lost:?}\n{stderr}",
+                jdk.name()
             );
         }
     }
