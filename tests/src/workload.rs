@@ -36,25 +36,35 @@ pub fn agent_library() -> PathBuf {
         .join("libjfrnative.so")
 }
 
+/// Builds the workload in `testdata/NAME` once per test process: `build(jdk, source, out)`
+/// compiles from `source` into a fresh directory `out`, which is returned. Panics with the
+/// build's error.
+pub fn build_once(
+    cell: &'static OnceLock<Result<PathBuf, String>>,
+    name: &str,
+    build: impl FnOnce(&Jdk, &Path, &Path) -> Result<(), String>,
+) -> PathBuf {
+    cell.get_or_init(|| {
+        let jdk = find(17).or_else(|| find(25)).ok_or("no JDK")?;
+        let dir = std::env::temp_dir().join(format!("jfrnative-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        build(&jdk, &repo().join("testdata").join(name), &dir)?;
+        Ok(dir)
+    })
+    .clone()
+    .unwrap_or_else(|e| panic!("building the {name} workload: {e}"))
+}
+
 /// A directory with `libburner.so` (`-O2 -fno-omit-frame-pointer`) and `Burner.class`.
 pub fn workload_dir() -> PathBuf {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let jdk = find(17).or_else(|| find(25)).ok_or("no JDK")?;
-            let dir =
-                std::env::temp_dir().join(format!("jfrnative-workload-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-            let src = repo().join("testdata/java");
-            run(jni_gcc(&jdk, &["-O2", "-fno-omit-frame-pointer"])
-                .arg(src.join("burner.c"))
-                .arg("-o")
-                .arg(dir.join("libburner.so")))?;
-            javac(&jdk, &src.join("Burner.java"), &dir)?;
-            Ok(dir)
-        })
-        .clone()
-        .unwrap_or_else(|e| panic!("building the workload: {e}"))
+    build_once(&BUILT, "java", |jdk, src, dir| {
+        run(jni_gcc(jdk, &["-O2", "-fno-omit-frame-pointer"])
+            .arg(src.join("burner.c"))
+            .arg("-o")
+            .arg(dir.join("libburner.so")))?;
+        javac(jdk, &src.join("Burner.java"), dir)
+    })
 }
 
 /// `gcc FLAGS -shared -fPIC` with `jdk`'s JNI headers; add sources, `-o` and libraries.

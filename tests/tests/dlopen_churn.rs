@@ -12,10 +12,10 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use tests::jdk::{find, oracle_jdks, Jdk};
+use tests::jdk::{oracle_jdks, Jdk};
 use tests::natives::Library;
 use tests::readers::{jfr_json, run};
-use tests::workload::{java_with_agent_in, javac, jni_gcc, repo, run_java};
+use tests::workload::{build_once, java_with_agent_in, javac, jni_gcc, run_java};
 
 /// Wall time of the churn.
 const SECONDS: f64 = 12.0;
@@ -35,27 +35,18 @@ const MAX_LIBRARIES: usize = 40;
 /// A directory with `libchurn.so`, `libdlchurn.so` and the `DlChurn` class.
 fn workload_dir() -> PathBuf {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let jdk = find(17).or_else(|| find(25)).ok_or("no JDK")?;
-            let dir =
-                std::env::temp_dir().join(format!("jfrnative-dlchurn-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-            let src = repo().join("testdata/dlchurn");
-            run(jni_gcc(&jdk, &["-O2"])
-                .arg(src.join("churnlib.c"))
-                .arg("-o")
-                .arg(dir.join("libchurn.so")))?;
-            run(jni_gcc(&jdk, &["-O2"])
-                .arg(src.join("dlchurn.c"))
-                .arg("-o")
-                .arg(dir.join("libdlchurn.so"))
-                .arg("-ldl"))?;
-            javac(&jdk, &src.join("DlChurn.java"), &dir)?;
-            Ok(dir)
-        })
-        .clone()
-        .unwrap_or_else(|e| panic!("building the dlchurn workload: {e}"))
+    build_once(&BUILT, "dlchurn", |jdk, src, dir| {
+        run(jni_gcc(jdk, &["-O2"])
+            .arg(src.join("churnlib.c"))
+            .arg("-o")
+            .arg(dir.join("libchurn.so")))?;
+        run(jni_gcc(jdk, &["-O2"])
+            .arg(src.join("dlchurn.c"))
+            .arg("-o")
+            .arg(dir.join("libdlchurn.so"))
+            .arg("-ldl"))?;
+        javac(jdk, &src.join("DlChurn.java"), dir)
+    })
 }
 
 /// The number after `prefix` in `text`, if any.

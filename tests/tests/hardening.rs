@@ -13,34 +13,25 @@ use std::time::{Duration, Instant};
 
 use tests::jdk::{oracle_jdks, Jdk};
 use tests::readers::{jfr_json, run};
-use tests::workload::{agent_library, java_with_agent_in, javac, jni_gcc, repo};
+use tests::workload::{agent_library, build_once, java_with_agent_in, javac, jni_gcc};
 
 /// The built workload: the class, `libhardening.so` and the `junk_signals` sender.
-fn workload() -> &'static Path {
+fn workload() -> PathBuf {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let jdk = oracle_jdks().into_iter().next().ok_or("no JDK")?;
-            let dir =
-                std::env::temp_dir().join(format!("jfrnative-hardening-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-            let src = repo().join("testdata/hardening");
-            // No frame pointers and no red zone: the spin loops push and set rbp themselves.
-            run(
-                jni_gcc(&jdk, &["-O2", "-fomit-frame-pointer", "-mno-red-zone"])
-                    .arg(src.join("hardening.c"))
-                    .arg("-o")
-                    .arg(dir.join("libhardening.so")),
-            )?;
-            run(Command::new("gcc")
-                .args(["-O2", "-o"])
-                .arg(dir.join("junk_signals"))
-                .arg(src.join("junk_signals.c")))?;
-            javac(&jdk, &src.join("Hardening.java"), &dir)?;
-            Ok(dir)
-        })
-        .as_deref()
-        .unwrap_or_else(|e| panic!("building the hardening workload: {e}"))
+    build_once(&BUILT, "hardening", |jdk, src, dir| {
+        // No frame pointers and no red zone: the spin loops push and set rbp themselves.
+        run(
+            jni_gcc(jdk, &["-O2", "-fomit-frame-pointer", "-mno-red-zone"])
+                .arg(src.join("hardening.c"))
+                .arg("-o")
+                .arg(dir.join("libhardening.so")),
+        )?;
+        run(Command::new("gcc")
+            .args(["-O2", "-o"])
+            .arg(dir.join("junk_signals"))
+            .arg(src.join("junk_signals.c")))?;
+        javac(jdk, &src.join("Hardening.java"), dir)
+    })
 }
 
 fn out_dir(test: &str) -> PathBuf {
@@ -52,7 +43,7 @@ fn out_dir(test: &str) -> PathBuf {
 
 /// Runs `Hardening args` with the agent; kills it after `limit` (a hang) and says so.
 fn run_hardening(jdk: &Jdk, options: &str, args: &[&str], limit: Duration) -> (Output, bool) {
-    let mut java = java_with_agent_in(jdk, options, &[], workload());
+    let mut java = java_with_agent_in(jdk, options, &[], &workload());
     java.arg("Hardening").args(args);
     let child = java
         .stdout(Stdio::piped())
@@ -356,7 +347,7 @@ fn signals_queued_from_outside_are_ignored() {
             "file={},interval=1ms,signal={SIGNAL}",
             dir.join("j.jfr").display()
         );
-        let mut java = java_with_agent_in(&jdk, &options, &[], workload());
+        let mut java = java_with_agent_in(&jdk, &options, &[], &workload());
         let child = java
             .args(["Hardening", "names", "8"])
             .stdout(Stdio::piped())
@@ -434,18 +425,21 @@ fn idle_threads_cost_little_agent_memory() {
         let dir = out_dir(&format!("idle{}", jdk.major));
         let n = THREADS.to_string();
         let args = ["Hardening", "idle", &n, "2"];
+        // Interpreted only, with a fixed heap: no JIT or heap growth in the measured window.
+        let quiet = ["-Xint", "-Xms64m", "-Xmx64m"];
         let mut without = Command::new(jdk.tool("java"));
         without
+            .args(quiet)
             .arg(format!("-Djava.library.path={}", workload().display()))
             .arg("-cp")
             .arg(workload())
             .args(args);
         let options = format!("file={},interval=1ms", dir.join("i.jfr").display());
-        let mut with = java_with_agent_in(&jdk, &options, &[], workload());
+        let mut with = java_with_agent_in(&jdk, &options, &quiet, &workload());
         with.args(args);
-        // Medians of three interleaved runs each: RSS is noisy.
+        // Medians of five interleaved runs each: RSS is noisy.
         let mut growth = [Vec::new(), Vec::new()];
-        for _ in 0..3 {
+        for _ in 0..5 {
             for (i, cmd) in [&mut without, &mut with].into_iter().enumerate() {
                 let out = cmd.output().unwrap();
                 assert!(

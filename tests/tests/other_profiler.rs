@@ -16,10 +16,10 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use tests::golden::SampleView;
-use tests::jdk::{find, oracle_jdks, Jdk};
+use tests::jdk::{oracle_jdks, Jdk};
 use tests::natives::Symbols;
 use tests::readers::{jfr_json, run};
-use tests::workload::{java_with_agent_in, javac, jni_gcc, repo, run_java, thread_cpu_ns};
+use tests::workload::{build_once, java_with_agent_in, javac, jni_gcc, run_java, thread_cpu_ns};
 
 /// CPU time each busy thread runs for.
 const SECONDS: f64 = 2.5;
@@ -41,23 +41,14 @@ const MIN_SAMPLES: usize = 300;
 /// A directory with `libotherprofiler.so` (`-O2`) and the `Coincident` class.
 fn workload_dir() -> PathBuf {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let jdk = find(17).or_else(|| find(25)).ok_or("no JDK")?;
-            let dir =
-                std::env::temp_dir().join(format!("jfrnative-coincident-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-            let src = repo().join("testdata/coincident");
-            run(jni_gcc(&jdk, &["-O2"])
-                .arg(src.join("other_profiler.c"))
-                .arg("-o")
-                .arg(dir.join(LIBRARY))
-                .arg("-lrt"))?;
-            javac(&jdk, &src.join("Coincident.java"), &dir)?;
-            Ok(dir)
-        })
-        .clone()
-        .unwrap_or_else(|e| panic!("building the coincident workload: {e}"))
+    build_once(&BUILT, "coincident", |jdk, src, dir| {
+        run(jni_gcc(jdk, &["-O2"])
+            .arg(src.join("other_profiler.c"))
+            .arg("-o")
+            .arg(dir.join(LIBRARY))
+            .arg("-lrt"))?;
+        javac(jdk, &src.join("Coincident.java"), dir)
+    })
 }
 
 /// One JDK's run.
