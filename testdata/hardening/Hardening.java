@@ -16,8 +16,8 @@ import java.util.concurrent.CountDownLatch;
  *   <li>guardpage SECONDS: spin with rbp in a page of the thread's stack made unreadable;
  *   <li>names SECONDS: three threads named "same", two threads whose Java name differs from
  *       their kernel name ("kernel-N" renamed "java-N" by another thread), each printing
- *       "TID name tid", then spinning for SECONDS; renames them all "again-N" after SECONDS/2
- *       when the argument "rename" follows;
+ *       "TID name tid", then spinning for SECONDS; with the argument "rename", renames them
+ *       all "again-N" when a line arrives on stdin, and prints RENAMED;
  *   <li>idle N SECONDS: starts N sleeping threads; prints "RSS before after" in kB.
  * </ul>
  */
@@ -81,7 +81,7 @@ public class Hardening {
         }
         renamed.countDown();
         if (rename) {
-            Thread.sleep((long) (seconds * 500));
+            new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
             for (int i = 0; i < 5; i++) {
                 threads.get(i).setName("again-" + i);
             }

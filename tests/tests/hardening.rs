@@ -200,8 +200,9 @@ impl NamesJvm {
             .arg(workload())
             .arg("Hardening")
             .args(args)
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::null())
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
@@ -232,6 +233,14 @@ impl NamesJvm {
                 self.seen.push(line);
             }
         }
+    }
+
+    /// Writes `line` to the program's stdin.
+    fn send(&mut self, line: &str) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
     }
 
     fn attach(&self, jdk: &Jdk, options: &str) -> String {
@@ -268,7 +277,7 @@ impl Drop for NamesJvm {
 fn attached_threads_are_matched_by_thread_id() {
     for jdk in oracle_jdks() {
         let dir = out_dir(&format!("names{}", jdk.major));
-        let mut jvm = NamesJvm::start(&jdk, &["names", "20"]);
+        let mut jvm = NamesJvm::start(&jdk, &["names", "120"]);
         jvm.wait("five threads", |l| {
             printed_tids(l).values().map(BTreeSet::len).sum::<usize>() == 5
         });
@@ -302,11 +311,13 @@ fn attached_threads_are_matched_by_thread_id() {
 fn a_second_recording_names_threads_anew() {
     for jdk in oracle_jdks() {
         let dir = out_dir(&format!("rename{}", jdk.major));
-        let mut jvm = NamesJvm::start(&jdk, &["names", "16", "rename"]);
+        // Long enough for slow attaches on a loaded machine; killed when the test ends.
+        let mut jvm = NamesJvm::start(&jdk, &["names", "120", "rename"]);
         jvm.wait("five threads", |l| {
             printed_tids(l).values().map(BTreeSet::len).sum::<usize>() == 5
         });
         jvm.record(&jdk, &dir.join("first.jfr"));
+        jvm.send("rename");
         jvm.wait("the renaming", |l| l.iter().any(|l| l == "RENAMED"));
         let second = dir.join("second.jfr");
         jvm.record(&jdk, &second);
@@ -383,7 +394,7 @@ fn a_failed_attach_leaves_no_handler_behind() {
         u64::from_str_radix(mask.trim(), 16).unwrap()
     };
     for jdk in oracle_jdks() {
-        let mut jvm = NamesJvm::start(&jdk, &["names", "20"]);
+        let mut jvm = NamesJvm::start(&jdk, &["names", "120"]);
         jvm.wait("five threads", |l| {
             printed_tids(l).values().map(BTreeSet::len).sum::<usize>() == 5
         });
