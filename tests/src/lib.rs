@@ -1,9 +1,10 @@
 //! Helpers for the workspace integration tests: the golden JFR cases, the JDKs the oracles run
-//! on, and the independent readers the tests compare against.
+//! on, the independent readers the tests compare against, and the stress and parity programs.
 
 pub mod golden;
 pub mod jdk;
 pub mod natives;
 pub mod readers;
+pub mod stress;
 pub mod symlibs;
 pub mod workload;
