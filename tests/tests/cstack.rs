@@ -21,7 +21,7 @@ use tests::natives::{
 use tests::readers::jfr_json;
 
 /// CPU time each mode's thread runs for.
-const SECONDS: f64 = 0.5;
+const SECONDS: f64 = 1.0;
 /// The agent options besides `file`.
 const OPTIONS: &str = "cstack=dwarf,interval=2ms";
 /// The workload's modes besides the chains.
