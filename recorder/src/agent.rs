@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 
 use crate::drain::{self, Drain, DRAIN_PERIOD};
 use crate::hotspot::threads::ThreadLayout;
-use crate::hotspot::vmstructs::VmStructs;
+use crate::hotspot::{self, codecache};
 use crate::jvmti::sys::*;
 use crate::jvmti::{JObject, Jni, JniEnv, Jvmti, JvmtiEnvPtr, JvmtiEventCallbacks, Vm};
 use crate::options::{self, Command, Options};
@@ -41,7 +41,7 @@ static HANDLERS_INSTALLED: AtomicBool = AtomicBool::new(false);
 static THREAD_LAYOUT: OnceLock<Option<ThreadLayout>> = OnceLock::new();
 
 fn thread_layout() -> Option<ThreadLayout> {
-    *THREAD_LAYOUT.get_or_init(|| VmStructs::read().as_ref().and_then(ThreadLayout::new))
+    *THREAD_LAYOUT.get_or_init(|| hotspot::vm_structs().and_then(ThreadLayout::new))
 }
 
 fn timestamp() -> String {
@@ -355,6 +355,14 @@ fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> R
     signal::USE_CFI.store(options.cstack == options::CStack::Dwarf, Ordering::Release);
     agent.stop.store(false, Ordering::Release);
     let options_depth = (options.depth, options.native_depth);
+    // Before the first code map is read: JIT code is known by the code cache's bounds.
+    match hotspot::vm_structs().and_then(codecache::read) {
+        Some((low, high)) => codecache::set(low, high),
+        None => eprintln!(
+            "jfr-native: this JVM does not describe its code cache (gHotSpotVMStructs): JIT \
+             code is told from native code by its mappings only"
+        ),
+    }
     let clock = drain::clock();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
     let handle = std::thread::Builder::new()

@@ -98,8 +98,14 @@ impl CodeKind for CodeMap {
 }
 
 impl CodeMap {
-    /// Parses `/proc/<pid>/maps` text.
-    pub fn parse(maps: &str) -> CodeMap {
+    /// Parses `/proc/<pid>/maps` text. `code_cache`, HotSpot's reserved code cache range if
+    /// known, is JVM-generated code as a whole, whatever is mapped there (committed or not, on
+    /// large pages or not); the mappings inside it are neither ranges of their own nor
+    /// libraries.
+    pub fn parse(maps: &str, code_cache: Option<(u64, u64)>) -> CodeMap {
+        let in_code_cache = |start: u64, end: u64| {
+            code_cache.is_some_and(|(low, high)| low <= start && end <= high)
+        };
         let mut ranges: Vec<(Range, Option<String>)> = Vec::new();
         let mut libs: BTreeMap<String, (Library, bool)> = BTreeMap::new();
         for line in maps.lines() {
@@ -125,6 +131,9 @@ impl CodeMap {
             ) else {
                 continue;
             };
+            if in_code_cache(start, end) {
+                continue;
+            }
             let exec = perms.as_bytes().get(2) == Some(&b'x');
             let file_backed = path.starts_with('/');
             if exec {
@@ -178,6 +187,15 @@ impl CodeMap {
                 ..range
             })
             .collect();
+        if let Some((start, end)) = code_cache {
+            ranges.retain(|r| r.end <= start || end <= r.start);
+            ranges.push(Range {
+                start,
+                end,
+                code: Code::Java,
+                library: None,
+            });
+        }
         ranges.sort_by_key(|r| r.start);
         CodeMap {
             ranges,
@@ -188,7 +206,10 @@ impl CodeMap {
 
     /// Reads the current process's map.
     pub fn read_self() -> std::io::Result<CodeMap> {
-        Ok(CodeMap::parse(&std::fs::read_to_string("/proc/self/maps")?))
+        Ok(CodeMap::parse(
+            &std::fs::read_to_string("/proc/self/maps")?,
+            crate::hotspot::codecache::bounds(),
+        ))
     }
 }
 
@@ -295,7 +316,7 @@ mod tests {
 
     #[test]
     fn classifies_code_and_groups_libraries() {
-        let m = CodeMap::parse(MAPS);
+        let m = CodeMap::parse(MAPS, None);
         assert_eq!(m.kind(0x7f0000001800), Code::Native);
         assert_eq!(m.kind(0x7f0000000800), Code::Unknown, "not executable");
         assert_eq!(m.kind(0x7f1000000010), Code::Java);
@@ -308,5 +329,36 @@ mod tests {
             (0x7f0000000000, 0x7f0000004000, 0)
         );
         assert_eq!(m.libraries[1].path, "[vdso]");
+    }
+
+    #[test]
+    fn the_code_cache_is_java_code_however_it_is_mapped() {
+        // A code cache on large pages: hugetlbfs mappings look like a (deleted) file.
+        let maps = "\
+7f0000001000-7f0000003000 r-xp 00001000 fe:01 11 /usr/lib/libdemo.so
+7f3000000000-7f3000400000 rwxp 00000000 00:0f 4242 /anon_hugepage (deleted)
+7f3000400000-7f3000800000 ---p 00000000 00:00 0
+";
+        let bounds = Some((0x7f3000000000, 0x7f3001000000));
+        let m = CodeMap::parse(maps, bounds);
+        assert_eq!(m.kind(0x7f3000000010), Code::Java, "committed");
+        assert_eq!(
+            m.kind(0x7f3000900000),
+            Code::Java,
+            "reserved, committed later"
+        );
+        assert_eq!(m.kind(0x7f3001000000), Code::Unknown, "past the code cache");
+        assert_eq!(m.kind(0x7f0000001800), Code::Native);
+        assert!(
+            m.libraries.iter().all(|l| !l.path.contains("hugepage")),
+            "{:?}",
+            m.libraries
+        );
+        let without = CodeMap::parse(maps, None);
+        assert_eq!(
+            without.kind(0x7f3000000010),
+            Code::Native,
+            "by its mappings alone, the large-page code cache looks like a library"
+        );
     }
 }

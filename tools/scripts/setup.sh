@@ -21,6 +21,12 @@ command -v unzip >/dev/null || apt_packages+=(unzip)
 # The demo's JNI library compresses with zlib.
 [ -f /usr/include/zlib.h ] || apt_packages+=(zlib1g-dev)
 command -v python3 >/dev/null || apt_packages+=(python3 python3-venv)
+# The JIT-code test runs a JVM with -XX:+UseLargePages, which needs hugetlbfs pages: reserve
+# 256 of 2 MiB (512 MiB) when running as root and fewer are reserved; without them that case is
+# skipped, with a message.
+if [ -w /proc/sys/vm/nr_hugepages ] && [ "$(cat /proc/sys/vm/nr_hugepages)" -lt 256 ]; then
+    echo 256 >/proc/sys/vm/nr_hugepages 2>/dev/null || true
+fi
 jdk17=${JDK17_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
 [ -x "$jdk17/bin/jfr" ] && [ -x "$jdk17/bin/javac" ] || apt_packages+=(openjdk-17-jdk-headless)
 if ((${#apt_packages[@]})); then

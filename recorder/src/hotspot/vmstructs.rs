@@ -30,10 +30,11 @@ fn symbol(name: &CStr) -> Option<u64> {
     (!p.is_null()).then_some(p as u64)
 }
 
-/// Reads a `u64` exported by libjvm at `addr`. Addresses come from dlsym of libjvm's data
-/// symbols, which stay mapped while the JVM runs.
+/// Reads a `u64` of libjvm's data at `addr`: an exported symbol (from dlsym) or a static field
+/// the JVM's table describes. Either stays mapped while the JVM runs.
 fn read_exported(addr: u64) -> u64 {
-    // SAFETY: `addr` is the address of an exported 8-byte libjvm variable (see the callers).
+    // SAFETY: `addr` is the address of an 8-byte libjvm variable: an exported symbol or a
+    // static field described by the table (see the callers), in libjvm's mapped data.
     unsafe { std::ptr::read_unaligned(addr as *const u64) }
 }
 
@@ -93,6 +94,16 @@ impl VmStructs {
                 .iter()
                 .map(|(t, f, v)| ((t.to_string(), f.to_string()), *v))
                 .collect(),
+        }
+    }
+
+    /// The value of the 8-byte static field `ty::field` (a pointer or a size), read now.
+    pub fn static_u64(&self, ty: &str, field: &str) -> Option<u64> {
+        match self.fields.get(&(ty.to_string(), field.to_string()))? {
+            Field::Address(address) if *address != 0 && address % 8 == 0 => {
+                Some(read_exported(*address))
+            }
+            _ => None,
         }
     }
 
