@@ -93,13 +93,14 @@ impl ThreadStack {
         )
     }
 
-    /// Bytes of usable stack below `here` (an address in the running handler's frame), or
-    /// `None` if `here` is not on this stack (an alternate signal stack, a fiber, unknown
-    /// bounds).
+    /// Bytes of usable stack below `here` (an address in the running handler's frame): 0 if
+    /// `here` is already in the guard zones (HotSpot unprotects them while it handles a stack
+    /// overflow); `None` if `here` is not on this stack (an alternate signal stack, a fiber,
+    /// unknown bounds).
     #[inline]
     pub fn headroom(&self, here: u64) -> Option<u64> {
-        let (_, usable_lo, hi) = self.range();
-        (usable_lo <= here && here < hi).then(|| here.saturating_sub(usable_lo))
+        let (lo, usable_lo, hi) = self.range();
+        (lo <= here && here < hi).then(|| here.saturating_sub(usable_lo))
     }
 
     /// What the walk may read for code interrupted at `sp`: `[sp, hi)` if `sp` is on this
@@ -172,7 +173,8 @@ mod tests {
         let stack = ThreadStack::new(lo, lo + size as u64);
         assert_eq!(stack.range(), (lo, lo + 3 * PAGE_BYTES, lo + size as u64));
         assert_eq!(stack.headroom(lo + 4 * PAGE_BYTES), Some(PAGE_BYTES));
-        assert_eq!(stack.headroom(lo + PAGE_BYTES), None, "in the guard zone");
+        assert_eq!(stack.headroom(lo + PAGE_BYTES), Some(0), "in the guard zone");
+        assert_eq!(stack.headroom(lo - 8), None, "below the stack");
         assert!(
             stack.bounds_from(lo + size as u64).is_none(),
             "above the stack"
