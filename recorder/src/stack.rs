@@ -173,7 +173,11 @@ mod tests {
         let stack = ThreadStack::new(lo, lo + size as u64);
         assert_eq!(stack.range(), (lo, lo + 3 * PAGE_BYTES, lo + size as u64));
         assert_eq!(stack.headroom(lo + 4 * PAGE_BYTES), Some(PAGE_BYTES));
-        assert_eq!(stack.headroom(lo + PAGE_BYTES), Some(0), "in the guard zone");
+        assert_eq!(
+            stack.headroom(lo + PAGE_BYTES),
+            Some(0),
+            "in the guard zone"
+        );
         assert_eq!(stack.headroom(lo - 8), None, "below the stack");
         assert!(
             stack.bounds_from(lo + size as u64).is_none(),
