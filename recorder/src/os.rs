@@ -166,13 +166,6 @@ pub fn install_handler(signal: i32, handler: SigHandler) -> io::Result<()> {
     Ok(())
 }
 
-/// The address of the calling thread's control block (`pthread_self()`); glibc puts it at the
-/// top of a pthread-created thread's stack mapping. Async-signal-safe (reads %fs).
-pub fn thread_control_block() -> u64 {
-    // SAFETY: pthread_self has no preconditions.
-    unsafe { libc::pthread_self() as u64 }
-}
-
 /// The calling thread's stack as `[low, high)`, from `pthread_getattr_np` (not signal-safe:
 /// call it on the thread itself, outside the handler).
 pub fn current_stack_bounds() -> Option<(u64, u64)> {

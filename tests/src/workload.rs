@@ -193,3 +193,14 @@ pub fn functions(elf: &Path) -> Vec<(u64, u64, String)> {
         })
         .collect()
 }
+
+/// The number right after `prefix` in `text` (the first occurrence), e.g. a counter of the
+/// agent's summary line: `number_after(stderr, "retained: ")`.
+pub fn number_after(text: &str, prefix: &str) -> Option<f64> {
+    let at = text.find(prefix)? + prefix.len();
+    text[at..]
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .next()?
+        .parse()
+        .ok()
+}

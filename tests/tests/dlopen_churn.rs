@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use tests::jdk::{oracle_jdks, Jdk};
 use tests::natives::Library;
 use tests::readers::{jfr_json, run};
-use tests::workload::{build_once, java_with_agent_in, javac, jni_gcc, run_java};
+use tests::workload::{build_once, java_with_agent_in, javac, jni_gcc, number_after, run_java};
 
 /// Wall time of the churn.
 const SECONDS: f64 = 12.0;
@@ -47,16 +47,6 @@ fn workload_dir() -> PathBuf {
             .arg("-ldl"))?;
         javac(jdk, &src.join("DlChurn.java"), dir)
     })
-}
-
-/// The number after `prefix` in `text`, if any.
-fn number_after(text: &str, prefix: &str) -> Option<f64> {
-    let at = text.find(prefix)? + prefix.len();
-    text[at..]
-        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .next()?
-        .parse()
-        .ok()
 }
 
 /// One JDK's run.

@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 
 use tests::jdk::{oracle_jdks, Jdk};
 use tests::readers::{jfr_json, run};
-use tests::workload::{agent_library, build_once, java_with_agent_in, javac, jni_gcc};
+use tests::stress::{run_dir, run_guarded, JvmRun};
+use tests::workload::{
+    agent_library, build_once, java_with_agent_in, javac, jni_gcc, number_after,
+};
 
 /// The built workload: the class, `libhardening.so` and the `junk_signals` sender.
 fn workload() -> PathBuf {
@@ -34,65 +37,37 @@ fn workload() -> PathBuf {
     })
 }
 
-fn out_dir(test: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("jfrnative-hardening-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Runs `Hardening args` with the agent; kills it after `limit` (a hang) and says so.
-fn run_hardening(jdk: &Jdk, options: &str, args: &[&str], limit: Duration) -> (Output, bool) {
+/// Runs `Hardening args` with the agent in `dir` (its hs_err file would land there), and
+/// `started` with its pid once it runs; a run still going after [`LIMIT`] is killed as hung.
+fn run_hardening(
+    jdk: &Jdk,
+    dir: &Path,
+    options: &str,
+    args: &[&str],
+    started: impl FnOnce(u32),
+) -> JvmRun {
     let mut java = java_with_agent_in(jdk, options, &[], &workload());
-    java.arg("Hardening").args(args);
-    let child = java
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_with_limit(child, limit)
+    java.current_dir(dir).arg("Hardening").args(args);
+    run_guarded(&mut java, dir, LIMIT, started).unwrap()
 }
 
-fn wait_with_limit(mut child: Child, limit: Duration) -> (Output, bool) {
-    let start = Instant::now();
-    let mut hung = false;
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > limit {
-            hung = true;
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (child.wait_with_output().unwrap(), hung)
-}
-
-/// A counter of the agent's summary, e.g. `too little stack left: 12`; 0 if absent.
+/// A counter of the agent's summary, e.g. `too little stack left: 12`; 0 if absent (the
+/// summary names only counters that are not zero).
 fn counter(stderr: &str, name: &str) -> u64 {
-    stderr
-        .split([';', '\n'])
-        .find_map(|part| part.trim().strip_prefix(name)?.trim().strip_prefix(':'))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
+    number_after(stderr, &format!("{name}: ")).map_or(0, |n| n as u64)
 }
 
-/// Asserts the JVM ended normally, with `DONE`, and returns its stderr.
-fn assert_survived(jdk: &Jdk, what: &str, (out, hung): &(Output, bool)) -> String {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+/// Asserts the JVM ended normally, with `DONE` and without a crash report, and returns its
+/// stderr.
+fn assert_survived(jdk: &Jdk, what: &str, run: &JvmRun) -> String {
     assert!(
-        !hung,
-        "{}: {what}: the JVM hung\n{stdout}\n{stderr}",
-        jdk.name()
-    );
-    assert!(
-        out.status.success() && stdout.contains("DONE"),
-        "{}: {what}: {:?}\n{stdout}\n{stderr}",
+        run.code() == Some(0) && !run.crashed() && run.stdout.contains("DONE"),
+        "{}: {what}: {}",
         jdk.name(),
-        out.status
+        run.describe()
     );
-    assert!(stderr.contains("jfr-native: wrote"), "{stderr}");
-    stderr
+    assert!(run.stderr.contains("jfr-native: wrote"), "{}", run.stderr);
+    run.stderr.clone()
 }
 
 const LIMIT: Duration = Duration::from_secs(90);
@@ -100,11 +75,11 @@ const LIMIT: Duration = Duration::from_secs(90);
 #[test]
 fn a_thread_near_its_stack_guard_zone_is_skipped_not_crashed() {
     for jdk in oracle_jdks() {
-        let dir = out_dir(&format!("guard{}", jdk.major));
         // An earlier agent died (exit 139) with 5.4 and 7.5 KB left.
         for left in ["5500", "7500"] {
+            let dir = run_dir("hardening", &format!("guard{}-{left}", jdk.major));
             let options = format!("file={},interval=1ms", dir.join("g.jfr").display());
-            let result = run_hardening(&jdk, &options, &["guard", left, "1.0"], LIMIT);
+            let result = run_hardening(&jdk, &dir, &options, &["guard", left, "1.0"], drop);
             let stderr = assert_survived(&jdk, &format!("{left} bytes left"), &result);
             let skipped = counter(&stderr, "too little stack left");
             assert!(
@@ -127,12 +102,12 @@ fn a_thread_near_its_stack_guard_zone_is_skipped_not_crashed() {
 #[test]
 fn code_on_another_stack_is_sampled_by_its_pc_alone() {
     for jdk in oracle_jdks() {
-        let dir = out_dir(&format!("fiber{}", jdk.major));
         for cstack in ["fp", "dwarf"] {
             for args in [&["fiber", "1.0"][..], &["altstack", "62", "1.0"][..]] {
-                let file = dir.join(format!("{cstack}-{}.jfr", args[0]));
+                let dir = run_dir("hardening", &format!("{}{}-{cstack}", args[0], jdk.major));
+                let file = dir.join("f.jfr");
                 let options = format!("file={},interval=1ms,cstack={cstack}", file.display());
-                let result = run_hardening(&jdk, &options, args, LIMIT);
+                let result = run_hardening(&jdk, &dir, &options, args, drop);
                 let what = format!("{} with cstack={cstack}", args[0]);
                 let stderr = assert_survived(&jdk, &what, &result);
                 let off_stack = counter(&stderr, "off the thread's stack (pc only)");
@@ -158,12 +133,12 @@ fn code_on_another_stack_is_sampled_by_its_pc_alone() {
 #[test]
 fn an_unreadable_stack_page_ends_the_sample_not_the_jvm() {
     for jdk in oracle_jdks() {
-        let dir = out_dir(&format!("guardpage{}", jdk.major));
+        let dir = run_dir("hardening", &format!("guardpage{}", jdk.major));
         let options = format!(
             "file={},interval=1ms,cstack=fp",
             dir.join("p.jfr").display()
         );
-        let result = run_hardening(&jdk, &options, &["guardpage", "1.0"], LIMIT);
+        let result = run_hardening(&jdk, &dir, &options, &["guardpage", "1.0"], drop);
         let stderr = assert_survived(&jdk, "guard page", &result);
         // Every sample of the spinning thread meets the unreadable page (the guard-zone probes
         // at thread start add a few more). A loaded machine gives fewer, heavier samples.
@@ -277,7 +252,7 @@ impl Drop for NamesJvm {
 #[test]
 fn attached_threads_are_matched_by_thread_id() {
     for jdk in oracle_jdks() {
-        let dir = out_dir(&format!("names{}", jdk.major));
+        let dir = run_dir("hardening", &format!("names{}", jdk.major));
         let mut jvm = NamesJvm::start(&jdk, &["names", "120"]);
         jvm.wait("five threads", |l| {
             printed_tids(l).values().map(BTreeSet::len).sum::<usize>() == 5
@@ -311,7 +286,7 @@ fn attached_threads_are_matched_by_thread_id() {
 #[test]
 fn a_second_recording_names_threads_anew() {
     for jdk in oracle_jdks() {
-        let dir = out_dir(&format!("rename{}", jdk.major));
+        let dir = run_dir("hardening", &format!("rename{}", jdk.major));
         // Long enough for slow attaches on a loaded machine; killed when the test ends.
         let mut jvm = NamesJvm::start(&jdk, &["names", "120", "rename"]);
         jvm.wait("five threads", |l| {
@@ -354,27 +329,22 @@ fn a_second_recording_names_threads_anew() {
 fn signals_queued_from_outside_are_ignored() {
     const SIGNAL: &str = "50";
     for jdk in oracle_jdks() {
-        let dir = out_dir(&format!("junk{}", jdk.major));
+        let dir = run_dir("hardening", &format!("junk{}", jdk.major));
         let options = format!(
             "file={},interval=1ms,signal={SIGNAL}",
             dir.join("j.jfr").display()
         );
-        let mut java = java_with_agent_in(&jdk, &options, &[], &workload());
-        let child = java
-            .args(["Hardening", "names", "8"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
+        let mut sent = String::new();
+        let result = run_hardening(&jdk, &dir, &options, &["names", "8"], |pid| {
+            std::thread::sleep(Duration::from_secs(2));
+            sent = run(Command::new(workload().join("junk_signals")).args([
+                &pid.to_string(),
+                SIGNAL,
+                "10000",
+            ]))
             .unwrap();
-        std::thread::sleep(Duration::from_secs(2));
-        let sent = run(Command::new(workload().join("junk_signals")).args([
-            &child.id().to_string(),
-            SIGNAL,
-            "10000",
-        ]))
-        .unwrap();
+        });
         let sent: u64 = sent.trim().strip_prefix("sent ").unwrap().parse().unwrap();
-        let result = wait_with_limit(child, LIMIT);
         let stderr = assert_survived(&jdk, "junk signals", &result);
         let ignored = counter(&stderr, "signals not from the agent's timers (ignored)");
         assert!(sent >= 9000, "{sent} sent");
@@ -434,7 +404,7 @@ fn idle_threads_cost_little_agent_memory() {
         kb[1].saturating_sub(kb[0])
     };
     for jdk in oracle_jdks() {
-        let dir = out_dir(&format!("idle{}", jdk.major));
+        let dir = run_dir("hardening", &format!("idle{}", jdk.major));
         let n = THREADS.to_string();
         let args = ["Hardening", "idle", &n, "2"];
         // Interpreted only, with a fixed heap: no JIT or heap growth in the measured window.

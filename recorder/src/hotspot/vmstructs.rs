@@ -120,16 +120,6 @@ impl VmStructs {
     pub fn offset_in_any(&self, types: &[&str], field: &str) -> Option<u64> {
         types.iter().find_map(|t| self.offset(t, field))
     }
-
-    /// How many fields the table describes.
-    pub fn len(&self) -> usize {
-        self.fields.len()
-    }
-
-    /// Whether the table is empty.
-    pub fn is_empty(&self) -> bool {
-        self.fields.is_empty()
-    }
 }
 
 #[cfg(test)]
