@@ -319,6 +319,45 @@ fn arm_existing_threads(agent: &'static Agent) {
     }
 }
 
+/// Readies the Java-frame walk (`jstack=vm`): HotSpot's layout, read once, and where a
+/// thread's JNIEnv is inside its `JavaThread`, measured on this thread. Without either the
+/// walk is off, said once, and AsyncGetCallTrace works alone.
+fn prepare_java_walk(agent: &'static Agent, jstack: options::JStack) {
+    let wanted = jstack == options::JStack::Vm;
+    let mut ready = false;
+    if wanted {
+        match hotspot::init_java_layout() {
+            Ok(_) => {
+                let env = agent.vm.jni_env();
+                let eetop = env.and_then(|env| {
+                    let thread = agent.jvmti.current_thread().ok()?;
+                    Jni(env).thread_eetop(thread).filter(|&e| e != 0)
+                });
+                match (env, eetop) {
+                    (Some(env), Some(eetop)) => {
+                        hotspot::set_jni_env_offset((env as i64).wrapping_sub(eetop));
+                        ready = true;
+                    }
+                    _ => eprintln!(
+                        "jfr-native: cannot read Thread.eetop: Java frames come from \
+                         AsyncGetCallTrace alone"
+                    ),
+                }
+            }
+            Err(missing) => {
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    eprintln!(
+                        "jfr-native: this JVM does not describe {missing} (gHotSpotVMStructs): \
+                         Java frames come from AsyncGetCallTrace alone, without frame types"
+                    )
+                });
+            }
+        }
+    }
+    signal::USE_VM_WALK.store(wanted && ready, Ordering::Release);
+}
+
 /// Starts the recording configured in `agent.options` (see [`try_start`]); if it cannot start,
 /// no recording is configured any more. The caller holds `LIFECYCLE`.
 fn start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> Result<(), String> {
@@ -363,6 +402,7 @@ fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> R
              code is told from native code by its mappings only"
         ),
     }
+    prepare_java_walk(agent, options.jstack);
     let clock = drain::clock();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
     let handle = std::thread::Builder::new()

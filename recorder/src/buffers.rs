@@ -22,6 +22,7 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use crate::agct::CallFrame;
+use crate::hotspot::javawalk::JavaFrame;
 use crate::ring::Ring;
 
 /// Words before the native pcs in a record: time, weight, packed (agct code, stop, native
@@ -38,6 +39,10 @@ pub struct Scratch {
     pub pcs: Box<[u64]>,
     /// AsyncGetCallTrace output of the current sample.
     pub frames: Box<[CallFrame]>,
+    /// The Java-frame walk's output of the current sample.
+    pub java: Box<[JavaFrame]>,
+    /// Frame kinds of the sample's Java frames (`jdk.types.FrameType` keys).
+    pub kinds: Box<[u8]>,
 }
 
 struct Shared<T> {
@@ -115,6 +120,8 @@ impl Buffers {
                     value: UnsafeCell::new(Scratch {
                         pcs: vec![0; native_depth].into(),
                         frames: vec![frame; depth].into(),
+                        java: vec![JavaFrame::default(); depth].into(),
+                        kinds: vec![0; depth].into(),
                     }),
                 })
                 .collect(),

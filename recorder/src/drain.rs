@@ -17,7 +17,7 @@ use crate::jvmti::Jvmti;
 use crate::methods::Methods;
 use crate::options::{CStack, Options};
 use crate::os;
-use crate::signal::{self, unpack_meta, unpack_owner};
+use crate::signal::{self, unpack_meta, unpack_owner, FLAG_JAVA_CUT, FLAG_VM_WALK};
 use crate::slots::{slot_at, Slot, FREE, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
 use crate::stats::{self, STATS};
 use crate::status::{self, State};
@@ -70,6 +70,16 @@ pub struct Summary {
     pub stale: u64,
     /// Samples whose Java stack could not be taken.
     pub failed: u64,
+    /// Samples whose Java stack came from the VM walk (AsyncGetCallTrace failed).
+    pub vm_walk: u64,
+    /// Of those, the ones the walk cut short.
+    pub vm_walk_cut: u64,
+    /// Of those, the ones of a thread outside any Java call (an empty Java stack).
+    pub outside_java: u64,
+    /// Java frames written.
+    pub java_frames: u64,
+    /// Of those, the ones with a known type.
+    pub typed_frames: u64,
     /// The unwind tables (`cstack=dwarf`).
     pub tables: Option<TableStats>,
     /// The sampling interval, ns.
@@ -358,7 +368,7 @@ impl Drain {
         let (Some(&time_ns), Some(&weight), Some(&meta)) = (r.first(), r.get(1), r.get(2)) else {
             return;
         };
-        let (agct_code, stop, native_count) = unpack_meta(meta);
+        let (agct_code, stop, native_count, flags) = unpack_meta(meta);
         let pcs = r
             .get(RECORD_HEADER_WORDS..RECORD_HEADER_WORDS + native_count)
             .unwrap_or_default();
@@ -367,19 +377,24 @@ impl Drain {
             .unwrap_or_default();
         self.java.clear();
         for pair in java_words.chunks_exact(2) {
-            let frame = self.methods.frame(
-                &self.jvmti,
-                &mut self.rec,
-                pair[0] as i64 as i32,
-                pair[1] as *mut _,
-            );
+            let (kind, bci) = crate::signal::unpack_frame(pair[0]);
+            let frame =
+                self.methods
+                    .frame(&self.jvmti, &mut self.rec, bci, pair[1] as *mut _, kind);
+            self.summary.java_frames += 1;
+            self.summary.typed_frames += u64::from(frame.frame_type != FrameType::Unknown);
             self.java.push(frame);
         }
-        let failed = agct_code < 0;
+        let from_vm = flags & FLAG_VM_WALK != 0;
+        let failed = agct_code < 0 && !from_vm;
+        let cut = flags & FLAG_JAVA_CUT != 0;
         let stack_trace = (!failed).then(|| {
-            let truncated = self.java.len() >= self.options.depth;
+            let truncated = cut || self.java.len() >= self.options.depth;
             self.rec.stack_trace(&self.java, truncated)
         });
+        self.summary.vm_walk += u64::from(from_vm);
+        self.summary.vm_walk_cut += u64::from(from_vm && cut);
+        self.summary.outside_java += u64::from(from_vm && self.java.is_empty());
         let native = self.rec.native_stack_trace(pcs, stop.truncated());
         let period_ns = self.options.interval_ns.saturating_mul(weight);
         self.rec.write(&CpuTimeSample {
@@ -536,6 +551,20 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
             t.rows,
             t.bytes as f64 / 1e6,
             t.build_cpu_ns as f64 / 1e6
+        ));
+    }
+    if s.vm_walk > 0 || s.java_frames > 0 {
+        text.push_str(&format!(
+            "\n  Java stacks from HotSpot's frame descriptions where AsyncGetCallTrace failed: {} \
+             ({} cut short, {} empty: native code outside any Java call); Java frames with a \
+             known type: {} of {}; both walks agree on every frame of {} of {} samples",
+            s.vm_walk,
+            s.vm_walk_cut,
+            s.outside_java,
+            s.typed_frames,
+            s.java_frames,
+            STATS.vm_walk_agreed.load(Ordering::Relaxed),
+            STATS.vm_walk_compared.load(Ordering::Relaxed)
         ));
     }
     let entered = STATS.other_handler_entered.load(Ordering::Relaxed);

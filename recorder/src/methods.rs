@@ -119,15 +119,16 @@ impl Methods {
         })
     }
 
-    /// The JFR frame for an AsyncGetCallTrace frame (`bci` is its `lineno`). AsyncGetCallTrace
-    /// does not say whether a frame was interpreted, compiled or inlined: such frames are
-    /// "Unknown"; native methods are "Native".
+    /// The JFR frame for a Java frame of a sample (`bci` is AsyncGetCallTrace's `lineno`;
+    /// `kind` a `jdk.types.FrameType` key from the VM walk, or Unknown where it could not
+    /// tell). Native methods are "Native" whatever the walk said.
     pub fn frame<W: Write>(
         &mut self,
         jvmti: &Jvmti,
         rec: &mut Recording<W>,
         bci: i32,
         id: JMethodId,
+        kind: u8,
     ) -> Frame {
         match self.resolve(jvmti, rec, id) {
             Some(r) => {
@@ -139,7 +140,7 @@ impl Methods {
                     frame_type: if native {
                         FrameType::Native
                     } else {
-                        FrameType::Unknown
+                        java_frame_type(kind)
                     },
                 }
             }
@@ -150,6 +151,16 @@ impl Methods {
                 frame_type: FrameType::Unknown,
             },
         }
+    }
+}
+
+/// The type of a Java (not native) frame from its walk kind; anything else is Unknown.
+pub fn java_frame_type(kind: u8) -> FrameType {
+    match kind {
+        k if k == FrameType::Interpreted as u8 => FrameType::Interpreted,
+        k if k == FrameType::JitCompiled as u8 => FrameType::JitCompiled,
+        k if k == FrameType::Inlined as u8 => FrameType::Inlined,
+        _ => FrameType::Unknown,
     }
 }
 
@@ -183,5 +194,11 @@ mod tests {
             "java/lang/String"
         );
         assert_eq!(class_name_from_signature("[I"), "[I");
+        use crate::hotspot::javawalk::kind;
+        assert_eq!(java_frame_type(kind::INTERPRETED), FrameType::Interpreted);
+        assert_eq!(java_frame_type(kind::JIT_COMPILED), FrameType::JitCompiled);
+        assert_eq!(java_frame_type(kind::INLINED), FrameType::Inlined);
+        assert_eq!(java_frame_type(kind::NATIVE), FrameType::Unknown);
+        assert_eq!(java_frame_type(kind::UNKNOWN), FrameType::Unknown);
     }
 }

@@ -32,6 +32,8 @@ pub struct Options {
     pub native_depth: usize,
     /// How native frames are unwound.
     pub cstack: CStack,
+    /// How Java frames are walked.
+    pub jstack: JStack,
     /// Chunk rotation.
     pub chunk: ChunkPolicy,
     /// A file the writer keeps current with the recording's state and counters (for the
@@ -49,6 +51,16 @@ pub enum CStack {
     Dwarf,
     /// Frame pointers only (`cstack=fp`).
     Fp,
+}
+
+/// How the signal handler takes Java frames (`jstack=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JStack {
+    /// AsyncGetCallTrace first; HotSpot's own frame descriptions (gHotSpotVMStructs) for the
+    /// samples it cannot walk and for every frame's type (`jstack=vm`, the default).
+    Vm,
+    /// AsyncGetCallTrace alone (`jstack=agct`): no frame types, failed samples stay failed.
+    Agct,
 }
 
 /// A bad option.
@@ -73,7 +85,7 @@ impl fmt::Display for OptionError {
 impl std::error::Error for OptionError {}
 
 const ACCEPTED: &str =
-    "file, interval, signal, depth, native_depth, cstack, chunk, status (or the single command stop)";
+    "file, interval, signal, depth, native_depth, cstack, jstack, chunk, status (or the single command stop)";
 
 fn err(option: &str, message: impl Into<String>) -> OptionError {
     OptionError {
@@ -187,6 +199,7 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
         depth: 2048,
         native_depth: 128,
         cstack: CStack::Dwarf,
+        jstack: JStack::Vm,
         chunk: ChunkPolicy {
             duration_ns: 5_000_000_000,
             size_bytes: 0,
@@ -203,6 +216,7 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
         "depth",
         "native_depth",
         "cstack",
+        "jstack",
         "chunk",
         "status",
     ]
@@ -255,6 +269,18 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
                         return Err(err(
                             key,
                             format!("'{value}' is not dwarf (call-frame information, the default) or fp (frame pointers)"),
+                        ))
+                    }
+                }
+            }
+            "jstack" => {
+                o.jstack = match value {
+                    "vm" => JStack::Vm,
+                    "agct" => JStack::Agct,
+                    _ => {
+                        return Err(err(
+                            key,
+                            format!("'{value}' is not vm (AsyncGetCallTrace with HotSpot's frame descriptions, the default) or agct (AsyncGetCallTrace alone)"),
                         ))
                     }
                 }
@@ -320,6 +346,8 @@ mod tests {
         .unwrap();
         assert_eq!(o.cstack, CStack::Fp);
         assert_eq!(p("file=a").unwrap().cstack, CStack::Dwarf);
+        assert_eq!(p("file=a").unwrap().jstack, JStack::Vm);
+        assert_eq!(p("file=a,jstack=agct").unwrap().jstack, JStack::Agct);
         assert_eq!(o.status.as_deref(), Some("s-42"));
         assert_eq!(o.interval_ns, 1_000_000);
         assert_eq!(o.signal, Some(40));
@@ -348,6 +376,7 @@ mod tests {
             ("file=a,native_depth=x", "native_depth", "1 to 1024"),
             ("file=a,chunk=soon", "chunk", "duration"),
             ("file=a,cstack=lbr", "cstack", "dwarf"),
+            ("file=a,jstack=jvmti", "jstack", "agct"),
             ("file=a,bogus=1", "bogus", "accepted: file, interval"),
             ("file=a,verbose", "verbose", "key=value"),
             ("interval=10ms", "file", "required"),

@@ -14,6 +14,8 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use crate::buffers::{self, RECORD_HEADER_WORDS};
+use crate::hotspot::javawalk::{kind, Interrupted};
+use crate::hotspot::{self, codecache};
 use crate::slots::Slot;
 use crate::stack::HANDLER_STACK_BYTES;
 use crate::stats::{self, STATS};
@@ -38,20 +40,40 @@ pub static USE_CFI: AtomicBool = AtomicBool::new(true);
 /// code runs on a stack that is not the thread's own (an alternate signal stack, a fiber).
 pub const NOT_ON_THREAD_STACK: i32 = -101;
 
+/// Whether HotSpot's frame descriptions complete AsyncGetCallTrace (`jstack=vm`).
+pub static USE_VM_WALK: AtomicBool = AtomicBool::new(true);
+
+/// Record flag: the Java frames come from the VM walk (AsyncGetCallTrace failed).
+pub const FLAG_VM_WALK: u8 = 1;
+/// Record flag: the VM walk stopped before the end of the thread's Java stack.
+pub const FLAG_JAVA_CUT: u8 = 2;
+
 /// Packs the third record word.
-pub fn pack_meta(agct_code: i32, stop: Stop, native_count: usize) -> u64 {
+pub fn pack_meta(agct_code: i32, stop: Stop, native_count: usize, flags: u8) -> u64 {
     u64::from(agct_code as u32)
         | (u64::from(stop as u8) << 32)
         | ((native_count as u64 & 0xffff) << 40)
+        | (u64::from(flags) << 56)
 }
 
 /// Unpacks [`pack_meta`].
-pub fn unpack_meta(word: u64) -> (i32, Stop, usize) {
+pub fn unpack_meta(word: u64) -> (i32, Stop, usize, u8) {
     (
         word as u32 as i32,
         Stop::from_u8((word >> 32) as u8),
         ((word >> 40) & 0xffff) as usize,
+        (word >> 56) as u8,
     )
+}
+
+/// A Java frame's first record word: its kind and bytecode index.
+pub fn pack_frame(kind: u8, bci: i32) -> u64 {
+    (u64::from(kind) << 32) | u64::from(bci as u32)
+}
+
+/// Unpacks [`pack_frame`]: (kind, bci).
+pub fn unpack_frame(word: u64) -> (u8, i32) {
+    ((word >> 32) as u8, word as u32 as i32)
 }
 
 /// Packs the fourth record word: the slot's index and the recording's epoch.
@@ -172,6 +194,7 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
         count: native_count,
         stop,
         context,
+        java_entry,
     } = match on_own_stack {
         Some(bounds) => codemap::with_current(|map| match map {
             Some(map) => walk_sample(regs, &bounds, map, cfi, &mut scratch.pcs),
@@ -179,6 +202,7 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
                 count: 0,
                 stop: Stop::UnknownCode,
                 context: None,
+                java_entry: None,
             },
         }),
         None => {
@@ -196,6 +220,7 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
                 count,
                 stop: Stop::OffStack,
                 context: None,
+                java_entry: None,
             }
         }
     };
@@ -230,10 +255,74 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
     } else {
         NOT_ON_THREAD_STACK
     };
-    let java_count = usize::try_from(agct_code).unwrap_or(0);
+    let mut java_count = usize::try_from(agct_code).unwrap_or(0);
+    for k in scratch.kinds.iter_mut().take(java_count) {
+        *k = kind::UNKNOWN;
+    }
+    let mut flags = 0u8;
+    if let (Some(bounds), Some(layout), Some(thread), true) = (
+        on_own_stack,
+        hotspot::java_layout(),
+        hotspot::java_thread(slot.env() as u64),
+        USE_VM_WALK.load(Ordering::Relaxed),
+    ) {
+        // SAFETY: `agct_uc` is the kernel's ucontext or one checked to lie on this thread's
+        // stack (see the AsyncGetCallTrace call above).
+        let interrupted = unsafe {
+            Interrupted {
+                regs: ucontext::regs(agct_uc),
+                java_entry,
+                bcp_register: ucontext::bcp_register(agct_uc),
+                method_register: ucontext::method_register(agct_uc),
+            }
+        };
+        let walk_bounds = slot
+            .stack
+            .bounds_from(interrupted.regs.sp)
+            .unwrap_or(bounds);
+        let walk = layout.walk_java(
+            thread,
+            interrupted,
+            codecache::contains,
+            &walk_bounds,
+            &mut scratch.java,
+        );
+        if java_count > 0 {
+            // Types where both walks name the same methods, frame by frame from the top.
+            let pairs = scratch
+                .frames
+                .iter()
+                .zip(scratch.java.iter().take(walk.count));
+            let mut same = 0usize;
+            for (k, (a, v)) in scratch.kinds.iter_mut().zip(pairs).take(java_count) {
+                if a.method_id as u64 != v.method_id {
+                    break;
+                }
+                *k = v.kind;
+                same = same.saturating_add(1);
+            }
+            // How often the two walks agree on every frame: the check of the VM walk.
+            stats::inc(&STATS.vm_walk_compared);
+            if same == java_count && walk.count == java_count {
+                stats::inc(&STATS.vm_walk_agreed);
+            }
+        } else if walk.count > 0 || (walk.complete && stop == Stop::EndOfStack) {
+            // Frames AsyncGetCallTrace could not walk; or none at all: the native walk reached
+            // the thread's first frame without passing Java code, and the thread has no last
+            // Java frame (it runs native code outside any Java call).
+            java_count = walk.count;
+            flags |= FLAG_VM_WALK;
+            if !walk.complete {
+                flags |= FLAG_JAVA_CUT;
+            }
+        }
+    }
+    let from_vm = flags & FLAG_VM_WALK != 0;
     let pcs = scratch.pcs.get(..native_count).unwrap_or_default();
     let frames = scratch.frames.get(..java_count).unwrap_or_default();
-    let meta = pack_meta(agct_code, stop, native_count);
+    let java = scratch.java.get(..java_count).unwrap_or_default();
+    let kinds = scratch.kinds.get(..java_count).unwrap_or_default();
+    let meta = pack_meta(agct_code, stop, native_count, flags);
     let owner = pack_owner(slot.index(), EPOCH.load(Ordering::Relaxed));
     let len = RECORD_HEADER_WORDS
         .saturating_add(native_count)
@@ -250,10 +339,22 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
                     Some(&pc) => pc,
                     None => {
                         let j = i.saturating_sub(native_count);
-                        match frames.get(j / 2) {
-                            Some(f) if j % 2 == 0 => f.lineno as i64 as u64,
-                            Some(f) => f.method_id as u64,
-                            None => 0,
+                        let index = j / 2;
+                        if from_vm {
+                            match java.get(index) {
+                                Some(f) if j % 2 == 0 => pack_frame(f.kind, f.bci),
+                                Some(f) => f.method_id,
+                                None => 0,
+                            }
+                        } else {
+                            match frames.get(index) {
+                                Some(f) if j % 2 == 0 => pack_frame(
+                                    kinds.get(index).copied().unwrap_or(kind::UNKNOWN),
+                                    f.lineno,
+                                ),
+                                Some(f) => f.method_id as u64,
+                                None => 0,
+                            }
                         }
                     }
                 }
@@ -268,6 +369,9 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
         if agct_code < 0 && agct_code != NOT_ON_THREAD_STACK {
             stats::inc(stats::agct_error(agct_code));
         }
+        if from_vm {
+            stats::inc(&STATS.vm_walk_used);
+        }
     } else {
         slot.dropped_weight.fetch_add(weight, Ordering::Relaxed);
         stats::inc(&STATS.dropped_ring_full);
@@ -280,12 +384,18 @@ mod tests {
 
     #[test]
     fn meta_round_trips() {
-        for (code, stop, n) in [
-            (-5, Stop::BadFrame, 3usize),
-            (12, Stop::ReachedJava, 0),
-            (0, Stop::Depth, 1024),
+        for (code, stop, n, flags) in [
+            (-5, Stop::BadFrame, 3usize, FLAG_VM_WALK | FLAG_JAVA_CUT),
+            (12, Stop::ReachedJava, 0, 0),
+            (0, Stop::Depth, 1024, FLAG_JAVA_CUT),
         ] {
-            assert_eq!(unpack_meta(pack_meta(code, stop, n)), (code, stop, n));
+            assert_eq!(
+                unpack_meta(pack_meta(code, stop, n, flags)),
+                (code, stop, n, flags)
+            );
+        }
+        for (k, bci) in [(kind::INLINED, 17), (kind::NATIVE, -3), (kind::UNKNOWN, -1)] {
+            assert_eq!(unpack_frame(pack_frame(k, bci)), (k, bci));
         }
     }
 

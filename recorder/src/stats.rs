@@ -29,6 +29,13 @@ pub struct Stats {
     /// Samples that interrupted another signal's handler at its entry (the two signals arrived
     /// together) and were taken from the code that handler's signal interrupted.
     pub other_handler_entered: AtomicU64,
+    /// Samples whose Java frames come from HotSpot's frame descriptions (AsyncGetCallTrace
+    /// failed).
+    pub vm_walk_used: AtomicU64,
+    /// Samples where both AsyncGetCallTrace and the VM walk ran.
+    pub vm_walk_compared: AtomicU64,
+    /// Of those, the ones where both gave the same methods, frame for frame.
+    pub vm_walk_agreed: AtomicU64,
     /// AsyncGetCallTrace failures by code: index `-code - 1` for -1..-10, 10 for any other.
     pub agct_errors: [AtomicU64; AGCT_CODES],
     /// How long the native walks took (see [`walk_time_bucket`]).
@@ -94,6 +101,9 @@ pub static STATS: Stats = Stats {
     off_stack: AtomicU64::new(0),
     native_truncated: AtomicU64::new(0),
     other_handler_entered: AtomicU64::new(0),
+    vm_walk_used: AtomicU64::new(0),
+    vm_walk_compared: AtomicU64::new(0),
+    vm_walk_agreed: AtomicU64::new(0),
     agct_errors: [const { AtomicU64::new(0) }; AGCT_CODES],
     walk_ns: [const { AtomicU64::new(0) }; WALK_BUCKETS],
 };
@@ -112,6 +122,9 @@ impl Stats {
             &self.off_stack,
             &self.native_truncated,
             &self.other_handler_entered,
+            &self.vm_walk_used,
+            &self.vm_walk_compared,
+            &self.vm_walk_agreed,
         ]
         .into_iter()
         .chain(self.agct_errors.iter())

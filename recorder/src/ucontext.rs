@@ -18,3 +18,27 @@ pub unsafe fn regs(uc: *const c_void) -> Regs {
         fp: gregs[libc::REG_RBP as usize] as u64,
     }
 }
+
+/// r13 at the interrupted instruction: the template interpreter's bytecode pointer.
+///
+/// # Safety
+/// `uc` must be a valid `ucontext_t*` (the kernel's, or one on the thread's stack checked to be
+/// within its bounds).
+#[cfg(target_arch = "x86_64")]
+pub unsafe fn bcp_register(uc: *const c_void) -> u64 {
+    // SAFETY: guaranteed by the caller.
+    let gregs = unsafe { &(*uc.cast::<libc::ucontext_t>()).uc_mcontext.gregs };
+    gregs[libc::REG_R13 as usize] as u64
+}
+
+/// rbx at the interrupted instruction: the template interpreter's `Method*` at a method's
+/// entry.
+///
+/// # Safety
+/// As [`bcp_register`].
+#[cfg(target_arch = "x86_64")]
+pub unsafe fn method_register(uc: *const c_void) -> u64 {
+    // SAFETY: guaranteed by the caller.
+    let gregs = unsafe { &(*uc.cast::<libc::ucontext_t>()).uc_mcontext.gregs };
+    gregs[libc::REG_RBX as usize] as u64
+}

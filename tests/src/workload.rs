@@ -204,3 +204,42 @@ pub fn number_after(text: &str, prefix: &str) -> Option<f64> {
         .parse()
         .ok()
 }
+
+/// The JDK's `src.zip`: its own, or for a JDK whose link is dangling (Debian's JDK 17 links it to
+/// the `openjdk-17-source` package), the one `setup.sh` unpacked under `target/`.
+pub fn src_zip(jdk: &Jdk) -> Option<PathBuf> {
+    let own = jdk.home.join("lib/src.zip");
+    if own.is_file() {
+        return Some(own);
+    }
+    let fetched = repo().join(format!("target/openjdk-{}-source/src.zip", jdk.major));
+    fetched.is_file().then_some(fetched)
+}
+
+/// `java/util/concurrent` sources unpacked from `jdk`'s [`src_zip`] into `dir`, if it has
+/// one and a `javac`.
+pub fn concurrent_sources(jdk: &Jdk, dir: &Path) -> Option<Vec<PathBuf>> {
+    let zip = src_zip(jdk)?;
+    if !jdk.tool("javac").exists() {
+        return None;
+    }
+    std::fs::create_dir_all(dir).ok()?;
+    crate::readers::run(
+        Command::new("unzip")
+            .args(["-q", "-o"])
+            .arg(&zip)
+            .arg("java.base/java/util/concurrent/*")
+            .arg("-d")
+            .arg(dir),
+    )
+    .ok()?;
+    let package = dir.join("java.base/java/util/concurrent");
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(package)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "java"))
+        .collect();
+    sources.sort();
+    (!sources.is_empty()).then_some(sources)
+}

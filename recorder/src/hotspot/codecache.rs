@@ -30,3 +30,9 @@ pub fn bounds() -> Option<(u64, u64)> {
     let (low, high) = (LOW.load(Ordering::Acquire), HIGH.load(Ordering::Acquire));
     (low < high).then_some((low, high))
 }
+
+/// Whether `pc` is in the code cache's reserved range (false if it is not known).
+#[inline]
+pub fn contains(pc: u64) -> bool {
+    bounds().is_some_and(|(low, high)| low <= pc && pc < high)
+}

@@ -5,11 +5,20 @@
 //! however it is mapped ([`codecache`]). Every read of a JVM structure goes through [`crate::fault`]: a
 //! thread that exits meanwhile gives "unknown", never a crash.
 
+pub mod codeblob;
 pub mod codecache;
+pub mod javawalk;
+pub mod layout;
+pub mod mem;
+pub mod method;
+pub mod scopes;
 pub mod threads;
 pub mod vmstructs;
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::OnceLock;
+
+use layout::JavaLayout;
 
 use vmstructs::VmStructs;
 
@@ -18,4 +27,40 @@ static VM_STRUCTS: OnceLock<Option<VmStructs>> = OnceLock::new();
 /// The running JVM's structure table, read once; `None` if libjvm does not export it.
 pub fn vm_structs() -> Option<&'static VmStructs> {
     VM_STRUCTS.get_or_init(VmStructs::read).as_ref()
+}
+
+static JAVA_LAYOUT: OnceLock<Result<JavaLayout, String>> = OnceLock::new();
+
+/// Offset of the JNIEnv inside a `JavaThread` (0: not measured yet).
+static JNI_ENV_OFFSET: AtomicI64 = AtomicI64::new(0);
+
+/// The Java-frame walk's layout, read once; the error names the first field this JVM does
+/// not describe.
+pub fn init_java_layout() -> &'static Result<JavaLayout, String> {
+    JAVA_LAYOUT.get_or_init(|| {
+        let v = vm_structs().ok_or("gHotSpotVMStructs")?;
+        let major = v
+            .static_u32("Abstract_VM_Version", "_vm_major_version")
+            .ok_or("Abstract_VM_Version::_vm_major_version")?;
+        JavaLayout::new(v, major)
+    })
+}
+
+/// The layout, if [`init_java_layout`] succeeded (a lock-free read for the signal handler).
+#[inline]
+pub fn java_layout() -> Option<&'static JavaLayout> {
+    JAVA_LAYOUT.get().and_then(|r| r.as_ref().ok())
+}
+
+/// Records where the JNIEnv is inside a `JavaThread`, measured on one thread: its JNIEnv minus
+/// its `Thread.eetop`. The same for every thread of the VM.
+pub fn set_jni_env_offset(offset: i64) {
+    JNI_ENV_OFFSET.store(offset, Ordering::Release);
+}
+
+/// The `JavaThread*` of a thread whose JNIEnv is `env`, once the offset is known.
+#[inline]
+pub fn java_thread(env: u64) -> Option<u64> {
+    let offset = JNI_ENV_OFFSET.load(Ordering::Acquire);
+    (offset != 0 && env != 0).then(|| env.wrapping_sub(offset as u64))
 }

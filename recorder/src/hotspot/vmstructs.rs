@@ -21,6 +21,10 @@ pub enum Field {
 #[derive(Debug, Default, Clone)]
 pub struct VmStructs {
     fields: HashMap<(String, String), Field>,
+    /// The declared C++ type of each field (`int`, `u2`, `address`, ...).
+    field_types: HashMap<(String, String), String>,
+    /// Sizes of the types HotSpot describes (`gHotSpotVMTypes`).
+    type_sizes: HashMap<String, u64>,
 }
 
 fn symbol(name: &CStr) -> Option<u64> {
@@ -61,11 +65,13 @@ impl VmStructs {
         let is_static = offset(c"gHotSpotVMStructEntryIsStaticOffset")?;
         let offset_of = offset(c"gHotSpotVMStructEntryOffsetOffset")?;
         let address = offset(c"gHotSpotVMStructEntryAddressOffset")?;
+        let type_string = offset(c"gHotSpotVMStructEntryTypeStringOffset")?;
         let stride = offset(c"gHotSpotVMStructEntryArrayStride")?;
         if table == 0 || stride == 0 {
             return None;
         }
         let mut fields = HashMap::new();
+        let mut field_types = HashMap::new();
         // The table ends with an entry whose type name is null; a bound in case it does not.
         for i in 0..100_000u64 {
             let entry = table + i * stride;
@@ -82,9 +88,37 @@ impl VmStructs {
             } else {
                 Field::Offset(read_exported(entry + offset_of))
             };
+            if let Some(declared) = c_string(read_exported(entry + type_string)) {
+                field_types.insert((ty.clone(), name.clone()), declared);
+            }
             fields.insert((ty, name), field);
         }
-        Some(VmStructs { fields })
+        Some(VmStructs {
+            fields,
+            field_types,
+            type_sizes: Self::read_type_sizes().unwrap_or_default(),
+        })
+    }
+
+    /// `gHotSpotVMTypes`: (type name, size) of every type HotSpot describes.
+    fn read_type_sizes() -> Option<HashMap<String, u64>> {
+        let table = read_exported(symbol(c"gHotSpotVMTypes")?);
+        let offset = |name: &CStr| symbol(name).map(read_exported);
+        let type_name = offset(c"gHotSpotVMTypeEntryTypeNameOffset")?;
+        let size = offset(c"gHotSpotVMTypeEntrySizeOffset")?;
+        let stride = offset(c"gHotSpotVMTypeEntryArrayStride")?;
+        if table == 0 || stride == 0 {
+            return None;
+        }
+        let mut sizes = HashMap::new();
+        for i in 0..100_000u64 {
+            let entry = table + i * stride;
+            let Some(ty) = c_string(read_exported(entry + type_name)) else {
+                break;
+            };
+            sizes.insert(ty, read_exported(entry + size));
+        }
+        Some(sizes)
     }
 
     /// A table made of `entries`, for tests.
@@ -94,7 +128,39 @@ impl VmStructs {
                 .iter()
                 .map(|(t, f, v)| ((t.to_string(), f.to_string()), *v))
                 .collect(),
+            ..VmStructs::default()
         }
+    }
+
+    /// The same table with declared field types and type sizes, for tests.
+    pub fn with_types(mut self, fields: &[(&str, &str, &str)], sizes: &[(&str, u64)]) -> Self {
+        for (t, f, declared) in fields {
+            self.field_types
+                .insert((t.to_string(), f.to_string()), declared.to_string());
+        }
+        for (t, size) in sizes {
+            self.type_sizes.insert(t.to_string(), *size);
+        }
+        self
+    }
+
+    /// The size of type `ty`, if HotSpot describes it.
+    pub fn type_size(&self, ty: &str) -> Option<u64> {
+        self.type_sizes.get(ty).copied()
+    }
+
+    /// The offset and width in bytes (1, 2, 4 or 8) of the integer or pointer field
+    /// `ty::field`, from its declared type (a pointer type is 8 bytes).
+    pub fn sized_offset(&self, ty: &str, field: &str) -> Option<(u64, u8)> {
+        let offset = self.offset(ty, field)?;
+        let declared = self.field_types.get(&(ty.to_string(), field.to_string()))?;
+        let size = if declared.ends_with('*') || declared == "address" {
+            8
+        } else {
+            let plain = declared.trim_start_matches("volatile ").trim();
+            self.type_size(plain)?
+        };
+        matches!(size, 1 | 2 | 4 | 8).then_some((offset, size as u8))
     }
 
     /// The value of the 8-byte static field `ty::field` (a pointer or a size), read now.
@@ -103,6 +169,26 @@ impl VmStructs {
             Field::Address(address) if *address != 0 && address % 8 == 0 => {
                 Some(read_exported(*address))
             }
+            _ => None,
+        }
+    }
+
+    /// The value of the 4-byte static field `ty::field` (an int), read now.
+    pub fn static_u32(&self, ty: &str, field: &str) -> Option<u32> {
+        match self.fields.get(&(ty.to_string(), field.to_string()))? {
+            Field::Address(address) if *address != 0 && address % 4 == 0 => {
+                // SAFETY: the address of a 4-byte static field described by the table, in
+                // libjvm's mapped data.
+                Some(unsafe { std::ptr::read_unaligned(*address as *const u32) })
+            }
+            _ => None,
+        }
+    }
+
+    /// The address of the static field `ty::field`.
+    pub fn static_address(&self, ty: &str, field: &str) -> Option<u64> {
+        match self.fields.get(&(ty.to_string(), field.to_string()))? {
+            Field::Address(address) if *address != 0 => Some(*address),
             _ => None,
         }
     }

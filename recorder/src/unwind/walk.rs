@@ -93,6 +93,9 @@ pub struct Sample {
     /// own context was another signal handler just entered ([`entered_handler`]); `None`: the
     /// handler's own.
     pub context: Option<u64>,
+    /// Where the walk reached Java code (stop `ReachedJava` after at least one native frame):
+    /// the registers of the first Java frame, its pc a return address.
+    pub java_entry: Option<Regs>,
 }
 
 /// Walks one sample: first looks through the signal frames of handlers the kernel entered just
@@ -118,11 +121,12 @@ pub fn walk_sample(
             }
         }
     }
-    let (count, stop) = walk(r, mem, code, cfi, out);
+    let (count, stop, java_entry) = walk_to_java(r, mem, code, cfi, out);
     Sample {
         count,
         stop,
         context,
+        java_entry: java_entry.filter(|_| count > 0),
     }
 }
 
@@ -193,6 +197,18 @@ pub fn walk(
     cfi: bool,
     out: &mut [u64],
 ) -> (usize, Stop) {
+    let (n, stop, _) = walk_to_java(regs, mem, code, cfi, out);
+    (n, stop)
+}
+
+/// [`walk`], also giving the registers at the Java frame where it stopped (`ReachedJava`).
+pub fn walk_to_java(
+    regs: Regs,
+    mem: &impl Memory,
+    code: &impl CodeKind,
+    cfi: bool,
+    out: &mut [u64],
+) -> (usize, Stop, Option<Regs>) {
     let mut r = regs;
     let mut n = 0usize;
     // Whether r.fp is the real rbp (false after a frame that used rbp for data and whose
@@ -205,17 +221,17 @@ pub fn walk(
         let rule_pc = cfi.then(|| if exact_pc { r.pc } else { r.pc.wrapping_sub(1) });
         let (kind, rule) = code.classify(r.pc, rule_pc);
         match kind {
-            Code::Java => return (n, Stop::ReachedJava),
-            Code::Unknown => return (n, Stop::UnknownCode),
+            Code::Java => return (n, Stop::ReachedJava, rbp_known.then_some(r)),
+            Code::Unknown => return (n, Stop::UnknownCode, None),
             Code::Native => {}
         }
         let Some(slot) = out.get_mut(n) else {
-            return (n, Stop::Depth);
+            return (n, Stop::Depth, None);
         };
         *slot = r.pc;
         n = n.wrapping_add(1);
         let next = match rule.kind() {
-            Kind::End => return (n, Stop::EndOfStack),
+            Kind::End => return (n, Stop::EndOfStack, None),
             Kind::Signal => {
                 rbp_known = true;
                 exact_pc = true;
@@ -237,7 +253,7 @@ pub fn walk(
             Some(next) if next.pc != 0 && (next.sp > r.sp || rule.kind() == Kind::Signal) => {
                 r = next
             }
-            _ => return (n, Stop::BadFrame),
+            _ => return (n, Stop::BadFrame, None),
         }
     }
 }

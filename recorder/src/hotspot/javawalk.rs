@@ -1,0 +1,534 @@
+//! The Java-frame walk: HotSpot's frames read through its own structure descriptions, for
+//! the samples AsyncGetCallTrace cannot walk (it returns "unknown Java" when the top frame is
+//! in a prologue, an epilogue or a stub) and for the frame types it does not give.
+//!
+//! It starts at the interrupted pc when that is in the code cache, otherwise at the thread's
+//! last Java frame (`JavaThread::_anchor`). Then, per physical frame:
+//! - an nmethod: the scopes at the pc (innermost first; all but the last were inlined), and
+//!   the sender at sp + frame size (return address and saved rbp just below it);
+//! - the interpreter: the method and bytecode pointer in the frame (rbp-relative slots of the
+//!   x86-64 template interpreter), the sender from rbp;
+//! - a frame returning into the VM's call stub (an entry frame): the Java frames below it
+//!   continue at the anchor its `JavaCallWrapper` saved, or the stack ends there.
+//!
+//! The top frame is not always complete: in a prologue or an epilogue, or in a frameless stub,
+//! the return address is at sp, sp+8 or below the full frame. Each candidate is checked (the
+//! return address must be a call site with a PcDesc in an nmethod, an interpreter frame with a
+//! valid method, or the call stub), and one must win, else the walk stops there. Nothing is
+//! guessed: a walk that cannot go on ends as truncated with what it has.
+
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
+
+use super::codeblob::{Blob, BlobKind};
+use super::layout::JavaLayout;
+use super::mem::read_ptr;
+use super::scopes::{Scope, MAX_SCOPES};
+use crate::unwind::{Memory, Regs};
+
+/// Frame kinds, as `jdk.types.FrameType` keys (see `jfr_writer::FrameType`).
+pub mod kind {
+    /// Interpreted.
+    pub const INTERPRETED: u8 = 0;
+    /// JIT compiled.
+    pub const JIT_COMPILED: u8 = 1;
+    /// Inlined into a compiled caller.
+    pub const INLINED: u8 = 2;
+    /// A native method.
+    pub const NATIVE: u8 = 3;
+    /// Not known.
+    pub const UNKNOWN: u8 = 6;
+}
+
+/// The bytecode index AsyncGetCallTrace gives native methods.
+pub const NATIVE_BCI: i32 = -3;
+/// x86-64 interpreter frame slots, in words from rbp (`frame_x86.hpp`).
+const INTERPRETER_SENDER_SP: u64 = 8;
+const INTERPRETER_METHOD: u64 = 3 * 8;
+const INTERPRETER_BCP: u64 = 8 * 8;
+/// `frame::entry_frame_call_wrapper_offset` (-6 words from rbp), on Linux x86-64.
+const ENTRY_FRAME_CALL_WRAPPER: u64 = 6 * 8;
+/// Bound on physical frames (each also bounded by the output size).
+const MAX_PHYSICAL_FRAMES: usize = 4096;
+
+/// One Java frame of the walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct JavaFrame {
+    /// The jmethodID.
+    pub method_id: u64,
+    /// The bytecode index (-1 unknown, -3 native).
+    pub bci: i32,
+    /// The frame kind ([`kind`]).
+    pub kind: u8,
+}
+
+/// The interrupted thread's state, as the walk starts from it.
+#[derive(Debug, Clone, Copy)]
+pub struct Interrupted {
+    /// pc, sp and rbp at the interrupted instruction.
+    pub regs: Regs,
+    /// Where the native walk reached Java code, if the pc is native code called from Java
+    /// without a transition (a leaf call: the thread's anchor is not set).
+    pub java_entry: Option<Regs>,
+    /// r13: the template interpreter's bytecode pointer.
+    pub bcp_register: u64,
+    /// rbx: the template interpreter's `Method*` while it enters a method.
+    pub method_register: u64,
+}
+
+/// What a walk gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JavaWalk {
+    /// Frames written.
+    pub count: usize,
+    /// Whether the walk reached the end of the thread's Java stack.
+    pub complete: bool,
+}
+
+/// A physical frame: where it is and whether it is the interrupted one (its pc may be at
+/// any instruction, not a call site).
+#[derive(Debug, Clone, Copy)]
+struct At {
+    pc: u64,
+    sp: u64,
+    fp: u64,
+    /// The interrupted frame: it may be in its prologue or epilogue.
+    top: bool,
+    /// The pc is a call site with debug information (else the nearest following PcDesc is
+    /// taken, as for an interrupted pc or the return address of a leaf call).
+    exact: bool,
+}
+
+/// How a candidate sender was found, for its rbp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Saved {
+    /// rbp saved just below the return address (a complete frame).
+    BelowReturn,
+    /// rbp saved at sp (pushed, frame not allocated yet).
+    AtSp,
+    /// rbp not saved: the register still holds the caller's.
+    InRegister,
+}
+
+struct Out<'a> {
+    frames: &'a mut [JavaFrame],
+    count: usize,
+}
+
+impl Out<'_> {
+    fn push(&mut self, frame: JavaFrame) -> bool {
+        match self.frames.get_mut(self.count) {
+            Some(slot) => {
+                *slot = frame;
+                self.count = self.count.saturating_add(1);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl JavaLayout {
+    /// Walks the Java frames of the interrupted thread (`JavaThread*` `thread`) into `frames`.
+    /// `in_code_cache` tells JVM-generated code from native code; `stack` reads the thread's
+    /// stack above the interrupted sp.
+    pub fn walk_java(
+        &self,
+        thread: u64,
+        interrupted: Interrupted,
+        in_code_cache: impl Fn(u64) -> bool,
+        stack: &impl Memory,
+        frames: &mut [JavaFrame],
+    ) -> JavaWalk {
+        let mut out = Out { frames, count: 0 };
+        let mut complete = self.walk_into(thread, interrupted, &in_code_cache, stack, &mut out);
+        if out.count == 0 && complete != Some(true) {
+            // Nothing from the interrupted frame (a stub or blob that cannot be stepped
+            // through, such as the uncommon-trap or deoptimization blob): from the thread's
+            // last Java frame, if it has one (it runs VM code called from Java).
+            let from_anchor = Interrupted {
+                regs: Regs {
+                    pc: 0,
+                    sp: interrupted.regs.sp,
+                    fp: 0,
+                },
+                java_entry: None,
+                ..interrupted
+            };
+            complete = self.walk_into(thread, from_anchor, &in_code_cache, stack, &mut out);
+        }
+        JavaWalk {
+            count: out.count,
+            complete: complete == Some(true),
+        }
+    }
+
+    /// `Some(true)` at the end of the Java stack, `Some(false)`/`None` when cut short.
+    fn walk_into(
+        &self,
+        thread: u64,
+        interrupted: Interrupted,
+        in_code_cache: &impl Fn(u64) -> bool,
+        stack: &impl Memory,
+        out: &mut Out<'_>,
+    ) -> Option<bool> {
+        let regs = interrupted.regs;
+        // The interpreter's registers describe the top frame only.
+        let mut registers = Some((interrupted.bcp_register, interrupted.method_register));
+        let mut at = if in_code_cache(regs.pc) {
+            At {
+                pc: regs.pc,
+                sp: regs.sp,
+                fp: regs.fp,
+                top: true,
+                exact: false,
+            }
+        } else if let Some(entry) = interrupted.java_entry.filter(|e| in_code_cache(e.pc)) {
+            // A leaf call from Java code: the frame is complete, but its pc is not always a
+            // call site with debug information (leaf calls have none).
+            registers = None;
+            At {
+                pc: entry.pc,
+                sp: entry.sp,
+                fp: entry.fp,
+                top: false,
+                exact: false,
+            }
+        } else {
+            registers = None;
+            match self.anchor_frame(thread.checked_add(self.thread_anchor)?, stack)? {
+                Some(at) => at,
+                None => return Some(true), // no Java frame at all
+            }
+        };
+        for _ in 0..MAX_PHYSICAL_FRAMES {
+            if at.pc == self.call_stub_return {
+                let wrapper = stack.read_u64(at.fp.checked_sub(ENTRY_FRAME_CALL_WRAPPER)?)?;
+                match self.anchor_frame(wrapper.checked_add(self.wrapper_anchor)?, stack)? {
+                    Some(next) if next.sp > at.sp => at = next,
+                    Some(_) => return None,
+                    None => return Some(true),
+                }
+                continue;
+            }
+            let blob = self.find_blob(at.pc)?;
+            if blob.kind != BlobKind::Interpreter {
+                registers = None;
+            }
+            let next = match blob.kind {
+                BlobKind::Nmethod | BlobKind::NativeNmethod => {
+                    let next = self.compiled_sender(&blob, at, stack)?;
+                    if !self.emit_compiled(&blob, at, out)? {
+                        return Some(false);
+                    }
+                    next
+                }
+                BlobKind::Interpreter => {
+                    let next = self.interpreted_sender(at, stack)?;
+                    let frame = self.interpreted_frame(at, registers.take(), stack)?;
+                    if !out.push(frame) {
+                        return Some(false);
+                    }
+                    next
+                }
+                BlobKind::Stub => self.stub_sender(&blob, at, stack)?,
+            };
+            if next.sp <= at.sp {
+                return None;
+            }
+            at = next;
+        }
+        None
+    }
+
+    /// The last Java frame an anchor records; `Some(None)` if it records none.
+    fn anchor_frame(&self, anchor: u64, stack: &impl Memory) -> Option<Option<At>> {
+        let sp = read_ptr(anchor.checked_add(self.anchor_sp)?)?;
+        if sp == 0 {
+            return Some(None);
+        }
+        let pc = match read_ptr(anchor.checked_add(self.anchor_pc)?)? {
+            0 => stack.read_u64(sp.checked_sub(8)?)?,
+            pc => pc,
+        };
+        let fp = read_ptr(anchor.checked_add(self.anchor_fp)?)?;
+        Some(Some(At {
+            pc,
+            sp,
+            fp,
+            top: false,
+            exact: false,
+        }))
+    }
+
+    /// The frames of a compiled frame; false when the output is full.
+    fn emit_compiled(&self, blob: &Blob, at: At, out: &mut Out<'_>) -> Option<bool> {
+        let method = read_ptr(blob.at.checked_add(self.nm_method)?)?;
+        if blob.kind == BlobKind::NativeNmethod {
+            return Some(out.push(JavaFrame {
+                method_id: self.jmethod_id(method)?,
+                bci: NATIVE_BCI,
+                kind: kind::NATIVE,
+            }));
+        }
+        let mut scopes = [Scope::default(); MAX_SCOPES];
+        let count = self.scopes_at(blob, method, at.pc, !at.exact, &mut scopes)?;
+        let mut ids = [0u64; MAX_SCOPES];
+        // Every method first: a scope without a jmethodID stops the walk before any of this
+        // frame's scopes is written.
+        for (id, scope) in ids.iter_mut().zip(scopes.iter()).take(count) {
+            *id = self.jmethod_id(scope.method)?;
+        }
+        let last = count.checked_sub(1)?;
+        for (i, (id, scope)) in ids.iter().zip(scopes.iter()).take(count).enumerate() {
+            let frame = JavaFrame {
+                method_id: *id,
+                bci: scope.bci,
+                kind: if i == last {
+                    kind::JIT_COMPILED
+                } else {
+                    kind::INLINED
+                },
+            };
+            if !out.push(frame) {
+                return Some(false);
+            }
+        }
+        Some(true)
+    }
+
+    /// The frame of an interpreted method. `registers` (r13, rbx) are given for the top
+    /// frame: its live bytecode pointer is in r13 (the slot is saved at calls only), and while
+    /// the interpreter builds the frame of a method it enters, the method is in rbx and its
+    /// slot not written yet: rbx is taken only if r13 points into its bytecodes.
+    fn interpreted_frame(
+        &self,
+        at: At,
+        registers: Option<(u64, u64)>,
+        stack: &impl Memory,
+    ) -> Option<JavaFrame> {
+        let slot_method = at
+            .fp
+            .checked_sub(INTERPRETER_METHOD)
+            .and_then(|a| stack.read_u64(a))
+            .filter(|&m| self.jmethod_id(m).is_some());
+        let (method, live_bci) = match (slot_method, registers) {
+            (Some(m), Some((bcp, _))) => (m, self.bci_of(m, bcp)),
+            (Some(m), None) => (m, None),
+            (None, Some((bcp, rbx))) => (rbx, Some(self.bci_of(rbx, bcp)?)),
+            (None, None) => return None,
+        };
+        let method_id = self.jmethod_id(method)?;
+        if self.is_native(method)? {
+            return Some(JavaFrame {
+                method_id,
+                bci: NATIVE_BCI,
+                kind: kind::NATIVE,
+            });
+        }
+        let bci = match live_bci {
+            Some(bci) => bci,
+            None => {
+                let slot = stack.read_u64(at.fp.checked_sub(INTERPRETER_BCP)?)?;
+                self.bci_of(method, slot)?
+            }
+        };
+        Some(JavaFrame {
+            method_id,
+            bci,
+            kind: kind::INTERPRETED,
+        })
+    }
+
+    fn interpreted_sender(&self, at: At, stack: &impl Memory) -> Option<At> {
+        let pc = stack.read_u64(at.fp.checked_add(8)?)?;
+        let sp = stack.read_u64(at.fp.checked_sub(INTERPRETER_SENDER_SP)?)?;
+        let fp = stack.read_u64(at.fp)?;
+        (at.fp > at.sp && sp > at.fp).then_some(At {
+            pc,
+            sp,
+            fp,
+            top: false,
+            exact: true,
+        })
+    }
+
+    fn compiled_sender(&self, blob: &Blob, at: At, stack: &impl Memory) -> Option<At> {
+        let full = (blob.frame_bytes >= 16)
+            .then(|| at.sp.checked_add(blob.frame_bytes))
+            .flatten();
+        if !at.top {
+            return self.sender(at, full?, Saved::BelowReturn, stack);
+        }
+        let complete = blob.frame_complete_pc.is_some_and(|c| at.pc >= c);
+        self.pick_sender(at, full, complete, stack)
+    }
+
+    fn stub_sender(&self, blob: &Blob, at: At, stack: &impl Memory) -> Option<At> {
+        let full = (blob.frame_bytes >= 16)
+            .then(|| at.sp.checked_add(blob.frame_bytes))
+            .flatten();
+        if at.top {
+            let complete = blob.frame_complete_pc.is_some_and(|c| at.pc >= c);
+            if let Some(next) = self.pick_sender(at, full, complete, stack) {
+                return Some(next);
+            }
+        } else if let Some(full) = full {
+            // A runtime stub with a frame (the anchor of a call into the VM).
+            return self.sender(at, full, Saved::BelowReturn, stack);
+        }
+        self.rbp_sender(at, stack)
+    }
+
+    /// The sender of a stub without a frame size that made an rbp frame (`enter()`), after
+    /// which some (the nmethod entry barrier) leave one more word: the return address is at
+    /// rbp+8 or rbp+16, and exactly one must be a call site.
+    fn rbp_sender(&self, at: At, stack: &impl Memory) -> Option<At> {
+        if at.fp <= at.sp || at.fp % 8 != 0 {
+            return None;
+        }
+        let saved_rbp = stack.read_u64(at.fp)?;
+        let mut found = None;
+        for above in [16u64, 24] {
+            let sender_sp = at.fp.checked_add(above)?;
+            let Some(pc) = stack.read_u64(sender_sp.checked_sub(8)?) else {
+                continue;
+            };
+            let next = At {
+                pc,
+                sp: sender_sp,
+                fp: saved_rbp,
+                top: false,
+                exact: true,
+            };
+            if let Some(next) = self.call_site(next, stack, true) {
+                if found.is_some() {
+                    return None; // ambiguous
+                }
+                found = Some(next);
+            }
+        }
+        found
+    }
+
+    /// The sender of the interrupted frame, among: the complete frame (preferred when the
+    /// blob says its frame is complete at the pc), the return address at sp (frameless, or
+    /// before the prologue's push, or after the epilogue's pop) and at sp+8 (rbp pushed).
+    /// Exactly one candidate must be a real call site.
+    fn pick_sender(
+        &self,
+        at: At,
+        full: Option<u64>,
+        complete: bool,
+        stack: &impl Memory,
+    ) -> Option<At> {
+        // Stubs are often called as leaf calls, whose return addresses have no debug
+        // information; nmethods are called with it.
+        let leaf = self
+            .find_blob(at.pc)
+            .is_some_and(|b| b.kind == BlobKind::Stub);
+        if complete {
+            if let Some(next) = full.and_then(|f| self.sender(at, f, Saved::BelowReturn, stack)) {
+                if let Some(next) = self.call_site(next, stack, leaf) {
+                    return Some(next);
+                }
+            }
+        }
+        let mut found: Option<At> = None;
+        let candidates = [
+            (at.sp.checked_add(8), Saved::InRegister),
+            (at.sp.checked_add(16), Saved::AtSp),
+            (if complete { None } else { full }, Saved::BelowReturn),
+        ];
+        let mut tried = [0u64; 3];
+        for (i, (sender_sp, saved)) in candidates.into_iter().enumerate() {
+            let Some(sender_sp) = sender_sp else {
+                continue;
+            };
+            // A frame of 16 bytes puts its complete sender where the pushed-rbp one is.
+            if tried.contains(&sender_sp) {
+                continue;
+            }
+            if let Some(t) = tried.get_mut(i) {
+                *t = sender_sp;
+            }
+            let Some(next) = self.sender(at, sender_sp, saved, stack) else {
+                continue;
+            };
+            if let Some(next) = self.call_site(next, stack, leaf) {
+                if found.is_some() {
+                    return None; // ambiguous
+                }
+                found = Some(next);
+            }
+        }
+        found
+    }
+
+    fn sender(&self, at: At, sender_sp: u64, saved: Saved, stack: &impl Memory) -> Option<At> {
+        if sender_sp <= at.sp {
+            return None;
+        }
+        let pc = stack.read_u64(sender_sp.checked_sub(8)?)?;
+        let fp = match saved {
+            Saved::BelowReturn => stack.read_u64(sender_sp.checked_sub(16)?)?,
+            Saved::AtSp => stack.read_u64(at.sp)?,
+            Saved::InRegister => at.fp,
+        };
+        Some(At {
+            pc,
+            sp: sender_sp,
+            fp,
+            top: false,
+            exact: true,
+        })
+    }
+
+    /// `next` if its pc is where a Java call returns: the call stub, a call site of an
+    /// nmethod (it has a PcDesc there), or the interpreter with a valid frame at `next.fp`.
+    /// With `leaf`, also the return address of a leaf call into a stub (no PcDesc): then the
+    /// nmethod's own sender must be a call site, and `next` is read as inexact.
+    fn call_site(&self, next: At, stack: &impl Memory, leaf: bool) -> Option<At> {
+        if next.pc == self.call_stub_return {
+            return Some(next);
+        }
+        let blob = self.find_blob(next.pc)?;
+        match blob.kind {
+            BlobKind::Nmethod => {
+                let method = read_ptr(blob.at.checked_add(self.nm_method)?)?;
+                let mut scopes = [Scope::default(); MAX_SCOPES];
+                if self
+                    .scopes_at(&blob, method, next.pc, false, &mut scopes)
+                    .is_some()
+                {
+                    return Some(next);
+                }
+                if !leaf || blob.frame_bytes < 16 {
+                    return None;
+                }
+                self.scopes_at(&blob, method, next.pc, true, &mut scopes)?;
+                let beyond = self.sender(
+                    next,
+                    next.sp.checked_add(blob.frame_bytes)?,
+                    Saved::BelowReturn,
+                    stack,
+                )?;
+                self.call_site(beyond, stack, false)?;
+                Some(At {
+                    exact: false,
+                    ..next
+                })
+            }
+            BlobKind::Interpreter => {
+                let method = stack.read_u64(next.fp.checked_sub(INTERPRETER_METHOD)?)?;
+                self.jmethod_id(method).map(|_| next)
+            }
+            BlobKind::NativeNmethod | BlobKind::Stub => None,
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! What Java code a pc of an nmethod stands for: its PcDesc (the table from code offsets to
+//! debug-information offsets) and the chain of scopes there, innermost first: each scope
+//! names a method and a bytecode index; every scope but the last was inlined into the next.
+//! The scope data is HotSpot's compressed stream (UNSIGNED5 from JDK 21; before, the same
+//! code without the excluded zero byte). A chain must end at the nmethod's own method, or it
+//! is not trusted.
+
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
+
+use super::codeblob::Blob;
+use super::layout::{DebugInfo, JavaLayout};
+use super::mem::{read_ptr, read_u8};
+
+/// Most scopes read for one pc (deeper inlining is cut, and the chain not trusted).
+pub const MAX_SCOPES: usize = 64;
+/// Most PcDescs an nmethod may have for the search to run (a bound on garbage sizes).
+const MAX_PC_DESCS: u64 = 1 << 24;
+
+/// One scope: a `Method*` and a bytecode index (-1: the method's entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Scope {
+    /// The `Method*`.
+    pub method: u64,
+    /// The bytecode index.
+    pub bci: i32,
+}
+
+/// The ranges of an nmethod's debug information.
+struct Tables {
+    pcs_begin: u64,
+    pcs_end: u64,
+    scopes: u64,
+    metadata: u64,
+}
+
+/// Reads one compressed unsigned int at `*pos` (and moves past it). `excluded` is the number
+/// of excluded low byte values: 1 for UNSIGNED5, 0 before.
+pub fn read_compressed(
+    mut byte_at: impl FnMut(u64) -> Option<u8>,
+    pos: &mut u64,
+    excluded: u32,
+) -> Option<u32> {
+    const LG_H: u32 = 6;
+    const MAX_LENGTH: u32 = 5;
+    let low = 256u32.checked_sub(excluded)?.checked_sub(1 << LG_H)?;
+    let b0 = u32::from(byte_at(*pos)?);
+    let mut sum = b0.checked_sub(excluded)?;
+    *pos = pos.checked_add(1)?;
+    if sum < low {
+        return Some(sum);
+    }
+    let mut shift = LG_H;
+    for i in 1..MAX_LENGTH {
+        let b = u32::from(byte_at(*pos)?);
+        *pos = pos.checked_add(1)?;
+        let digit = b.checked_sub(excluded)?;
+        sum = sum.wrapping_add(digit.checked_shl(shift).unwrap_or(0));
+        if digit < low || i == MAX_LENGTH.checked_sub(1)? {
+            return Some(sum);
+        }
+        shift = shift.checked_add(LG_H)?;
+    }
+    None
+}
+
+impl JavaLayout {
+    fn tables(&self, nm: u64) -> Option<Tables> {
+        match self.debug_info {
+            DebugInfo::InBlob {
+                scopes_data_begin,
+                scopes_pcs_offset,
+                dependencies_offset,
+                metadata_offset,
+            } => {
+                let at = |f: super::mem::Field| -> Option<u64> {
+                    nm.checked_add(u64::try_from(f.int(nm)?).ok()?)
+                };
+                Some(Tables {
+                    pcs_begin: at(scopes_pcs_offset)?,
+                    pcs_end: at(dependencies_offset)?,
+                    scopes: read_ptr(nm.checked_add(scopes_data_begin)?)?,
+                    metadata: at(metadata_offset)?,
+                })
+            }
+            DebugInfo::Immutable {
+                immutable_data,
+                scopes_pcs_offset,
+                scopes_data_offset,
+                mutable_data,
+                relocation_size,
+            } => {
+                let data = read_ptr(nm.checked_add(immutable_data)?)?;
+                let at = |f: super::mem::Field| -> Option<u64> {
+                    data.checked_add(u64::try_from(f.int(nm)?).ok()?)
+                };
+                let mutable = read_ptr(nm.checked_add(mutable_data)?)?;
+                Some(Tables {
+                    pcs_begin: at(scopes_pcs_offset)?,
+                    pcs_end: at(scopes_data_offset)?,
+                    scopes: at(scopes_data_offset)?,
+                    metadata: mutable.checked_add(u64::try_from(relocation_size.int(nm)?).ok()?)?,
+                })
+            }
+        }
+    }
+
+    /// The scope-decode offset of the PcDesc for `pc` in nmethod `blob`: the one at exactly
+    /// `pc` (a return address), or with `approximate`, the first at or after it (the pc of an
+    /// interrupted instruction; HotSpot's own sampler does the same).
+    fn scope_offset(
+        &self,
+        blob: &Blob,
+        tables: &Tables,
+        pc: u64,
+        approximate: bool,
+    ) -> Option<i64> {
+        let rel = i64::try_from(pc.checked_sub(blob.code_begin)?).ok()?;
+        let size = self.pc_desc_size;
+        if size == 0 || tables.pcs_end < tables.pcs_begin {
+            return None;
+        }
+        let count = tables
+            .pcs_end
+            .checked_sub(tables.pcs_begin)?
+            .checked_div(size)?;
+        if count == 0 || count > MAX_PC_DESCS {
+            return None;
+        }
+        let desc = |i: u64| tables.pcs_begin.checked_add(i.checked_mul(size)?);
+        // First index whose pc_offset >= rel.
+        let (mut lo, mut hi) = (0u64, count);
+        while lo < hi {
+            let mid = lo.checked_add(hi.checked_sub(lo)? / 2)?;
+            let offset = self.pc_offset.int(desc(mid)?)?;
+            if offset < rel {
+                lo = mid.checked_add(1)?;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo >= count {
+            return None;
+        }
+        let found = desc(lo)?;
+        if !approximate && self.pc_offset.int(found)? != rel {
+            return None;
+        }
+        self.scope_decode_offset.int(found)
+    }
+
+    /// The scopes at `pc` of nmethod `blob` (method `method`), innermost first, into `out`;
+    /// the count, or `None` if the PcDesc is missing or the chain does not end at `method`.
+    pub fn scopes_at(
+        &self,
+        blob: &Blob,
+        method: u64,
+        pc: u64,
+        approximate: bool,
+        out: &mut [Scope; MAX_SCOPES],
+    ) -> Option<usize> {
+        let tables = self.tables(blob.at)?;
+        let mut offset = self.scope_offset(blob, &tables, pc, approximate)?;
+        let excluded = u32::from(self.unsigned5);
+        let mut count = 0usize;
+        loop {
+            if offset == 0 {
+                // DebugInformationRecorder::serialized_null: no information here; HotSpot
+                // reads it as the nmethod's method at its entry.
+                if count != 0 {
+                    return None;
+                }
+                *out.get_mut(0)? = Scope { method, bci: -1 };
+                return Some(1);
+            }
+            let mut pos = tables.scopes.checked_add(u64::try_from(offset).ok()?)?;
+            let sender = read_compressed(read_u8, &mut pos, excluded)?;
+            let index = read_compressed(read_u8, &mut pos, excluded)?;
+            let bci = read_compressed(read_u8, &mut pos, excluded)? as i32;
+            let scope_method = match index {
+                0 => 0,
+                i => read_ptr(
+                    tables
+                        .metadata
+                        .checked_add(u64::from(i.checked_sub(1)?).checked_mul(8)?)?,
+                )?,
+            };
+            *out.get_mut(count)? = Scope {
+                method: scope_method,
+                bci: bci.wrapping_sub(1),
+            };
+            count = count.checked_add(1)?;
+            if sender == 0 {
+                return (scope_method == method).then_some(count);
+            }
+            offset = i64::from(sender);
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+mod tests {
+    use super::*;
+
+    /// HotSpot's writer (UNSIGNED5 with `excluded` = 1; the older code with 0).
+    fn encode(mut value: u32, excluded: u32, out: &mut Vec<u8>) {
+        let low = 256 - excluded - 64;
+        for i in 0..5 {
+            if value < low || i == 4 {
+                out.push((excluded + value) as u8);
+                return;
+            }
+            value -= low;
+            out.push((excluded + low + (value % 64)) as u8);
+            value >>= 6;
+        }
+    }
+
+    #[test]
+    fn compressed_ints_round_trip_in_both_encodings() {
+        for excluded in [0, 1] {
+            let values = [
+                0u32,
+                1,
+                190,
+                191,
+                192,
+                255,
+                256,
+                12_345,
+                1 << 20,
+                u32::MAX - 1,
+            ];
+            let mut bytes = Vec::new();
+            for v in values {
+                encode(v, excluded, &mut bytes);
+            }
+            let mut pos = 0u64;
+            for v in values {
+                let got = read_compressed(|i| bytes.get(i as usize).copied(), &mut pos, excluded);
+                assert_eq!(got, Some(v), "excluded {excluded}");
+            }
+            assert_eq!(pos as usize, bytes.len());
+        }
+        // A zero byte is never written by UNSIGNED5.
+        let mut pos = 0;
+        assert_eq!(read_compressed(|_| Some(0), &mut pos, 1), None);
+        // Reading past the data stops.
+        let mut pos = 0;
+        assert_eq!(
+            read_compressed(|i| (i == 0).then_some(250), &mut pos, 1),
+            None
+        );
+    }
+}
