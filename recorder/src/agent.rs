@@ -262,16 +262,10 @@ fn arm_existing_threads(agent: &'static Agent) {
         return;
     };
     let jni = Jni(env);
-    let Some(own_eetop) = agent
-        .jvmti
-        .current_thread()
-        .ok()
-        .and_then(|t| jni.thread_eetop(t))
-    else {
+    let Some(env_offset) = jni_env_offset(agent, env) else {
         eprintln!("jfr-native: cannot read Thread.eetop: threads started before the attach are not sampled");
         return;
     };
-    let env_offset = (env as i64).wrapping_sub(own_eetop);
     let layout = thread_layout();
     let tids = if layout.is_none() {
         eprintln!(
@@ -319,6 +313,14 @@ fn arm_existing_threads(agent: &'static Agent) {
     }
 }
 
+/// Where the JNIEnv is inside a `JavaThread`, measured on the calling thread (whose JNIEnv is
+/// `env`): the JNIEnv minus `Thread.eetop`, the same for every thread of the VM.
+fn jni_env_offset(agent: &'static Agent, env: JniEnv) -> Option<i64> {
+    let thread = agent.jvmti.current_thread().ok()?;
+    let eetop = Jni(env).thread_eetop(thread).filter(|&e| e != 0)?;
+    Some((env as i64).wrapping_sub(eetop))
+}
+
 /// Readies the Java-frame walk (`jstack=vm`): HotSpot's layout, read once, and where a
 /// thread's JNIEnv is inside its `JavaThread`, measured on this thread. Without either the
 /// walk is off, said once, and AsyncGetCallTrace works alone.
@@ -328,17 +330,16 @@ fn prepare_java_walk(agent: &'static Agent, jstack: options::JStack) {
     if wanted {
         match hotspot::init_java_layout() {
             Ok(_) => {
-                let env = agent.vm.jni_env();
-                let eetop = env.and_then(|env| {
-                    let thread = agent.jvmti.current_thread().ok()?;
-                    Jni(env).thread_eetop(thread).filter(|&e| e != 0)
-                });
-                match (env, eetop) {
-                    (Some(env), Some(eetop)) => {
-                        hotspot::set_jni_env_offset((env as i64).wrapping_sub(eetop));
+                let offset = agent
+                    .vm
+                    .jni_env()
+                    .and_then(|env| jni_env_offset(agent, env));
+                match offset {
+                    Some(offset) => {
+                        hotspot::set_jni_env_offset(offset);
                         ready = true;
                     }
-                    _ => eprintln!(
+                    None => eprintln!(
                         "jfr-native: cannot read Thread.eetop: Java frames come from \
                          AsyncGetCallTrace alone"
                     ),

@@ -243,3 +243,26 @@ pub fn concurrent_sources(jdk: &Jdk, dir: &Path) -> Option<Vec<PathBuf>> {
     sources.sort();
     (!sources.is_empty()).then_some(sources)
 }
+
+/// `javac` of `jdk` compiling `sources` (from [`concurrent_sources`] under `dir/src`) into
+/// `dir/out`, with `jvm_options` given to its JVM (`-J`).
+pub fn javac_concurrent(
+    jdk: &Jdk,
+    dir: &Path,
+    sources: &[PathBuf],
+    jvm_options: &[String],
+) -> Command {
+    let out = dir.join("out");
+    let _ = std::fs::create_dir_all(&out);
+    let mut javac = Command::new(jdk.tool("javac"));
+    for option in jvm_options {
+        javac.arg(format!("-J{option}"));
+    }
+    javac
+        .arg("--patch-module")
+        .arg(format!("java.base={}", dir.join("src/java.base").display()))
+        .arg("-d")
+        .arg(out)
+        .args(sources);
+    javac
+}

@@ -5,11 +5,9 @@
 //! (2.1% of samples with the map re-read on demand; none since JIT code is known by the code
 //! cache's bounds), so the share of truncated native stacks shows how current the map is kept.
 
-use std::process::Command;
-
 use tests::jdk::oracle_jdks;
 use tests::readers::{jfr_json, run};
-use tests::workload::{agent_library, concurrent_sources};
+use tests::workload::{agent_library, concurrent_sources, javac_concurrent};
 
 /// Most samples (%) whose native stack may be truncated.
 const MAX_TRUNCATED_PERCENT: usize = 1;
@@ -29,23 +27,14 @@ fn javac_native_stacks_are_rarely_cut_short_by_new_jit_code() {
         };
         for jvm_flag in [None, Some("-XX:+UseTransparentHugePages")] {
             let what = format!("{} javac {}", jdk.name(), jvm_flag.unwrap_or(""));
-            let (file, out) = (dir.join("javac.jfr"), dir.join("out"));
-            std::fs::create_dir_all(&out).unwrap();
-            let mut javac = Command::new(jdk.tool("javac"));
-            javac.arg(format!(
-                "-J-agentpath:{}=file={},interval=1ms,cstack=dwarf",
+            let file = dir.join("javac.jfr");
+            let mut options = vec![format!(
+                "-agentpath:{}=file={},interval=1ms,cstack=dwarf",
                 agent_library().display(),
                 file.display()
-            ));
-            if let Some(flag) = jvm_flag {
-                javac.arg(format!("-J{flag}"));
-            }
-            javac
-                .arg("--patch-module")
-                .arg(format!("java.base={}", dir.join("src/java.base").display()))
-                .arg("-d")
-                .arg(&out)
-                .args(&sources);
+            )];
+            options.extend(jvm_flag.map(String::from));
+            let mut javac = javac_concurrent(&jdk, &dir, &sources, &options);
             run(&mut javac).unwrap_or_else(|e| panic!("{what}: {e}"));
             let reading = jfr_json(&jdk, &file).unwrap_or_else(|e| panic!("{what}: {e}"));
             let samples = reading.samples.len();

@@ -366,7 +366,7 @@ impl JavaLayout {
             return self.sender(at, full?, Saved::BelowReturn, stack);
         }
         let complete = blob.frame_complete_pc.is_some_and(|c| at.pc >= c);
-        self.pick_sender(at, full, complete, stack)
+        self.pick_sender(at, full, complete, false, stack)
     }
 
     fn stub_sender(&self, blob: &Blob, at: At, stack: &impl Memory) -> Option<At> {
@@ -375,7 +375,7 @@ impl JavaLayout {
             .flatten();
         if at.top {
             let complete = blob.frame_complete_pc.is_some_and(|c| at.pc >= c);
-            if let Some(next) = self.pick_sender(at, full, complete, stack) {
+            if let Some(next) = self.pick_sender(at, full, complete, true, stack) {
                 return Some(next);
             }
         } else if let Some(full) = full {
@@ -420,18 +420,16 @@ impl JavaLayout {
     /// blob says its frame is complete at the pc), the return address at sp (frameless, or
     /// before the prologue's push, or after the epilogue's pop) and at sp+8 (rbp pushed).
     /// Exactly one candidate must be a real call site.
+    /// `leaf`: the frame is a stub's; stubs are often called as leaf calls, whose return
+    /// addresses have no debug information (nmethods are called with it).
     fn pick_sender(
         &self,
         at: At,
         full: Option<u64>,
         complete: bool,
+        leaf: bool,
         stack: &impl Memory,
     ) -> Option<At> {
-        // Stubs are often called as leaf calls, whose return addresses have no debug
-        // information; nmethods are called with it.
-        let leaf = self
-            .find_blob(at.pc)
-            .is_some_and(|b| b.kind == BlobKind::Stub);
         if complete {
             if let Some(next) = full.and_then(|f| self.sender(at, f, Saved::BelowReturn, stack)) {
                 if let Some(next) = self.call_site(next, stack, leaf) {
