@@ -23,12 +23,12 @@
 //! [`NativeStackEncoding::Pooled`] (the default) writes `nativeStackTrace` as a key into a
 //! deduplicated `jdk.NativeStackTrace` pool; [`NativeStackEncoding::Inline`] writes the struct in
 //! every event. Pooled files are several times smaller once stacks repeat (the `size` golden test
-//! prints both), which is what a recorder running for hours needs. The format notes report that
-//! JMC splits `jdk.CPUTimeSample` into one type per chunk when a non-JDK struct is referenced
-//! through a constant pool; JMC's `TypeManager` caches such struct content types by class id
-//! (`STRUCT_TYPES`), and this writer declares the same metadata with the same class ids in every
-//! chunk, so the content type is the same object in every chunk. Inline stays available should
-//! a JMC version still split.
+//! prints both), which is what a recorder running for hours needs. JMC's parser (checked at
+//! openjdk/jmc `bde624e`) keeps its struct content types per chunk (`TypeManager.structTypes`,
+//! keyed by class id, one `TypeManager` per chunk), and merges an event type across chunks only
+//! when each field's content type is the same object: with `Pooled`, every chunk after the first
+//! lands in a type `jdk.CPUTimeSample<random suffix>`. `Inline` fields are flattened by JMC and
+//! keep one type; the recorder's `nstack=inline` selects it.
 //!
 //! `jfr print` in text mode cannot print any array-valued field other than a Java stack's frames
 //! (a JDK bug): print these events with `jfr print --json`, or symbolize the file first.

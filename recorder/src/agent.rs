@@ -321,11 +321,11 @@ fn jni_env_offset(agent: &'static Agent, env: JniEnv) -> Option<i64> {
     Some((env as i64).wrapping_sub(eetop))
 }
 
-/// Readies the Java-frame walk (`jstack=vm`): HotSpot's layout, read once, and where a
+/// Readies the Java-frame walk (`jstack=vm` or `agct-vm`): HotSpot's layout, read once, and where a
 /// thread's JNIEnv is inside its `JavaThread`, measured on this thread. Without either the
 /// walk is off, said once, and AsyncGetCallTrace works alone.
 fn prepare_java_walk(agent: &'static Agent, jstack: options::JStack) {
-    let wanted = jstack == options::JStack::Vm;
+    let wanted = jstack != options::JStack::Agct;
     let mut ready = false;
     if wanted {
         match hotspot::init_java_layout() {
@@ -356,6 +356,7 @@ fn prepare_java_walk(agent: &'static Agent, jstack: options::JStack) {
             }
         }
     }
+    signal::PREFER_VM_WALK.store(jstack == options::JStack::Vm, Ordering::Release);
     signal::USE_VM_WALK.store(wanted && ready, Ordering::Release);
 }
 

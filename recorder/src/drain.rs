@@ -15,7 +15,7 @@ use crate::buffers::{self, RECORD_HEADER_WORDS};
 use crate::codemap::{self, Library, Retained};
 use crate::jvmti::Jvmti;
 use crate::methods::Methods;
-use crate::options::{CStack, Options};
+use crate::options::{CStack, NStack, Options};
 use crate::os;
 use crate::signal::{self, unpack_meta, unpack_owner, FLAG_JAVA_CUT, FLAG_VM_WALK};
 use crate::slots::{slot_at, Slot, FREE, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
@@ -70,8 +70,10 @@ pub struct Summary {
     pub stale: u64,
     /// Samples whose Java stack could not be taken.
     pub failed: u64,
-    /// Samples whose Java stack came from the VM walk (AsyncGetCallTrace failed).
+    /// Samples whose Java stack came from the VM walk.
     pub vm_walk: u64,
+    /// Of those, the ones AsyncGetCallTrace failed on.
+    pub vm_walk_rescued: u64,
     /// Of those, the ones the walk cut short.
     pub vm_walk_cut: u64,
     /// Of those, the ones of a thread outside any Java call (an empty Java stack).
@@ -145,7 +147,10 @@ impl Drain {
             file,
             RecordingOptions {
                 clock,
-                native_stack_encoding: NativeStackEncoding::Pooled,
+                native_stack_encoding: match options.nstack {
+                    NStack::Pooled => NativeStackEncoding::Pooled,
+                    NStack::Inline => NativeStackEncoding::Inline,
+                },
             },
             ticks_now(),
         )
@@ -393,6 +398,7 @@ impl Drain {
             self.rec.stack_trace(&self.java, truncated)
         });
         self.summary.vm_walk += u64::from(from_vm);
+        self.summary.vm_walk_rescued += u64::from(from_vm && agct_code < 0);
         self.summary.vm_walk_cut += u64::from(from_vm && cut);
         self.summary.outside_java += u64::from(from_vm && self.java.is_empty());
         let native = self.rec.native_stack_trace(pcs, stop.truncated());
@@ -555,10 +561,12 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
     }
     if s.vm_walk > 0 || s.java_frames > 0 {
         text.push_str(&format!(
-            "\n  Java stacks from HotSpot's frame descriptions where AsyncGetCallTrace failed: {} \
-             ({} cut short, {} empty: native code outside any Java call); Java frames with a \
-             known type: {} of {}; both walks agree on every frame of {} of {} samples",
+            "\n  Java stacks from HotSpot's frame descriptions: {} ({} where AsyncGetCallTrace \
+             failed, {} cut short, {} empty: native code outside any Java call); Java frames \
+             with a known type: {} of {}; where AsyncGetCallTrace walked too, both walks agree \
+             on every frame of {} of {} samples",
             s.vm_walk,
+            s.vm_walk_rescued,
             s.vm_walk_cut,
             s.outside_java,
             s.typed_frames,

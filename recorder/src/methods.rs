@@ -32,6 +32,15 @@ pub fn class_name_from_signature(sig: &str) -> &str {
         .unwrap_or(sig)
 }
 
+/// Whether a class is hidden (lambda proxies, `LambdaForm`s, `Lookup::defineHiddenClass`): JVMTI
+/// names a hidden class `pkg/Name.0x…`, and a `.` can appear in no other class's internal name.
+/// HotSpot marks every method of a hidden class hidden too, which is what JFR's own `hidden`
+/// fields say and why the JDK's sampler leaves those frames out. Methods hidden by the
+/// `@Hidden` annotation in ordinary classes are not known here and are written as not hidden.
+pub fn is_hidden_class(internal_name: &str) -> bool {
+    internal_name.contains('.')
+}
+
 /// The source line of bytecode index `bci`: the entry with the largest start at or before it.
 pub fn line_of(lines: &[LineNumberEntry], bci: i32) -> i32 {
     lines
@@ -59,6 +68,7 @@ impl Methods {
                 let class = jvmti.method_declaring_class(id).ok()?;
                 let signature = jvmti.class_signature(class).ok()?;
                 let class_name = class_name_from_signature(&signature);
+                let hidden = is_hidden_class(class_name);
                 let package_name = class_name.rsplit_once('/').map_or("", |(p, _)| p);
                 let package_symbol = rec.symbol(package_name);
                 let package = rec.package(Package {
@@ -72,7 +82,7 @@ impl Methods {
                     name: class_symbol,
                     package: Some(package),
                     modifiers: 0,
-                    hidden: false,
+                    hidden,
                 });
                 let (name, descriptor) = (rec.symbol(&name), rec.symbol(&descriptor));
                 let method = rec.method(Method {
@@ -80,7 +90,7 @@ impl Methods {
                     name,
                     descriptor,
                     modifiers,
-                    hidden: false,
+                    hidden,
                 });
                 let native = modifiers & ACC_NATIVE != 0;
                 let lines = if native {
@@ -194,6 +204,10 @@ mod tests {
             "java/lang/String"
         );
         assert_eq!(class_name_from_signature("[I"), "[I");
+        assert!(is_hidden_class(class_name_from_signature(
+            "Ljava/util/regex/Pattern$$Lambda.0x800000028;"
+        )));
+        assert!(!is_hidden_class("java/util/regex/Pattern$BmpCharProperty"));
         use crate::hotspot::javawalk::kind;
         assert_eq!(java_frame_type(kind::INTERPRETED), FrameType::Interpreted);
         assert_eq!(java_frame_type(kind::JIT_COMPILED), FrameType::JitCompiled);

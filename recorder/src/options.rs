@@ -36,11 +36,24 @@ pub struct Options {
     pub jstack: JStack,
     /// Chunk rotation.
     pub chunk: ChunkPolicy,
+    /// How `nativeStackTrace` is written (`nstack=`).
+    pub nstack: NStack,
     /// A file the writer keeps current with the recording's state and counters (for the
     /// `jfrnative` CLI's status line), `%p` and `%t` expanded.
     pub status: Option<String>,
     /// The options as given, for `jdk.ActiveSetting` events.
     pub given: Vec<(String, String)>,
+}
+
+/// How the `nativeStackTrace` field is written (`nstack=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NStack {
+    /// A key into a deduplicated `jdk.NativeStackTrace` constant pool: small files
+    /// (`nstack=pooled`, the default). JDK Mission Control puts the events of every chunk after
+    /// the first into a type of its own (`jdk.CPUTimeSample` + a random suffix).
+    Pooled,
+    /// The struct in every event: larger files, one event type in JMC (`nstack=inline`).
+    Inline,
 }
 
 /// How the signal handler unwinds native frames (`cstack=`).
@@ -56,9 +69,13 @@ pub enum CStack {
 /// How the signal handler takes Java frames (`jstack=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JStack {
-    /// AsyncGetCallTrace first; HotSpot's own frame descriptions (gHotSpotVMStructs) for the
-    /// samples it cannot walk and for every frame's type (`jstack=vm`, the default).
+    /// HotSpot's own frame descriptions (gHotSpotVMStructs) first, with every frame's type;
+    /// AsyncGetCallTrace where that walk does not reach the end of the stack (`jstack=vm`, the
+    /// default: its stacks agree more often with the JDK's own sampler at the same instant).
     Vm,
+    /// AsyncGetCallTrace first; the VM walk for the samples it cannot walk, and for the types of
+    /// the frames where both walks name the same methods (`jstack=agct-vm`).
+    AgctVm,
     /// AsyncGetCallTrace alone (`jstack=agct`): no frame types, failed samples stay failed.
     Agct,
 }
@@ -85,7 +102,7 @@ impl fmt::Display for OptionError {
 impl std::error::Error for OptionError {}
 
 const ACCEPTED: &str =
-    "file, interval, signal, depth, native_depth, cstack, jstack, chunk, status (or the single command stop)";
+    "file, interval, signal, depth, native_depth, cstack, jstack, nstack, chunk, status (or the single command stop)";
 
 fn err(option: &str, message: impl Into<String>) -> OptionError {
     OptionError {
@@ -200,6 +217,7 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
         native_depth: 128,
         cstack: CStack::Dwarf,
         jstack: JStack::Vm,
+        nstack: NStack::Pooled,
         chunk: ChunkPolicy {
             duration_ns: 5_000_000_000,
             size_bytes: 0,
@@ -217,6 +235,7 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
         "native_depth",
         "cstack",
         "jstack",
+        "nstack",
         "chunk",
         "status",
     ]
@@ -276,11 +295,24 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
             "jstack" => {
                 o.jstack = match value {
                     "vm" => JStack::Vm,
+                    "agct-vm" => JStack::AgctVm,
                     "agct" => JStack::Agct,
                     _ => {
                         return Err(err(
                             key,
-                            format!("'{value}' is not vm (AsyncGetCallTrace with HotSpot's frame descriptions, the default) or agct (AsyncGetCallTrace alone)"),
+                            format!("'{value}' is not vm (HotSpot's frame descriptions, then AsyncGetCallTrace; the default), agct-vm (AsyncGetCallTrace, then HotSpot's frame descriptions) or agct (AsyncGetCallTrace alone)"),
+                        ))
+                    }
+                }
+            }
+            "nstack" => {
+                o.nstack = match value {
+                    "pooled" => NStack::Pooled,
+                    "inline" => NStack::Inline,
+                    _ => {
+                        return Err(err(
+                            key,
+                            format!("'{value}' is not pooled (a constant pool, the default) or inline (in every event, one event type in JDK Mission Control)"),
                         ))
                     }
                 }
@@ -348,6 +380,9 @@ mod tests {
         assert_eq!(p("file=a").unwrap().cstack, CStack::Dwarf);
         assert_eq!(p("file=a").unwrap().jstack, JStack::Vm);
         assert_eq!(p("file=a,jstack=agct").unwrap().jstack, JStack::Agct);
+        assert_eq!(p("file=a,jstack=agct-vm").unwrap().jstack, JStack::AgctVm);
+        assert_eq!(p("file=a").unwrap().nstack, NStack::Pooled);
+        assert_eq!(p("file=a,nstack=inline").unwrap().nstack, NStack::Inline);
         assert_eq!(o.status.as_deref(), Some("s-42"));
         assert_eq!(o.interval_ns, 1_000_000);
         assert_eq!(o.signal, Some(40));
@@ -377,6 +412,7 @@ mod tests {
             ("file=a,chunk=soon", "chunk", "duration"),
             ("file=a,cstack=lbr", "cstack", "dwarf"),
             ("file=a,jstack=jvmti", "jstack", "agct"),
+            ("file=a,nstack=both", "nstack", "inline"),
             ("file=a,bogus=1", "bogus", "accepted: file, interval"),
             ("file=a,verbose", "verbose", "key=value"),
             ("interval=10ms", "file", "required"),

@@ -40,8 +40,12 @@ pub static USE_CFI: AtomicBool = AtomicBool::new(true);
 /// code runs on a stack that is not the thread's own (an alternate signal stack, a fiber).
 pub const NOT_ON_THREAD_STACK: i32 = -101;
 
-/// Whether HotSpot's frame descriptions complete AsyncGetCallTrace (`jstack=vm`).
+/// Whether the Java frames are also walked through HotSpot's frame descriptions (`jstack=vm`,
+/// `agct-vm`).
 pub static USE_VM_WALK: AtomicBool = AtomicBool::new(true);
+/// Whether a VM walk that reaches the end of the stack is written rather than AsyncGetCallTrace's
+/// frames (`jstack=vm`).
+pub static PREFER_VM_WALK: AtomicBool = AtomicBool::new(true);
 
 /// Record flag: the Java frames come from the VM walk (AsyncGetCallTrace failed).
 pub const FLAG_VM_WALK: u8 = 1;
@@ -305,6 +309,10 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
             stats::inc(&STATS.vm_walk_compared);
             if same == java_count && walk.count == java_count {
                 stats::inc(&STATS.vm_walk_agreed);
+            }
+            if walk.complete && walk.count > 0 && PREFER_VM_WALK.load(Ordering::Relaxed) {
+                java_count = walk.count;
+                flags |= FLAG_VM_WALK;
             }
         } else if walk.count > 0 || (walk.complete && stop == Stop::EndOfStack) {
             // Frames AsyncGetCallTrace could not walk; or none at all: the native walk reached

@@ -13,9 +13,9 @@ use std::sync::{Mutex, OnceLock};
 
 use tests::golden::SampleView;
 use tests::jdk::{oracle_jdks, Jdk};
-use tests::readers::{jfr_json, run};
+use tests::readers::{cpu_sample_events, jfr_json, run};
 use tests::workload::{
-    agent_library, build_once, concurrent_sources, javac, javac_concurrent, repo,
+    agent_library, build_once, concurrent_sources, javac, javac_concurrent, repo, tool_binary,
 };
 
 /// Most samples of the main thread (%) without a Java stack. The goal is 1: measured 0.2% on
@@ -25,8 +25,24 @@ use tests::workload::{
 const MAX_WITHOUT_JAVA_PERCENT: f64 = 2.0;
 /// Least share of Java frames (%) with a known type.
 const MIN_TYPED_PERCENT: f64 = 90.0;
-/// Largest difference (percentage points) of a top-10 method's CPU share with the JDK's sampler.
-const MAX_SHARE_DIFF_PP: f64 = 2.0;
+/// Largest difference (percentage points) of a top-10 method's CPU share with the JDK's sampler,
+/// sample by sample: the JDK's samples taken where the thread was (not `biased`) beside the
+/// agent's sample of the same timer tick (measured 0–0.7).
+const MAX_SAME_TICK_DIFF_PP: f64 = 2.0;
+/// Least share (%) of those pairs that name the same top Java method (measured 97.5–99.6;
+/// 69–83 with AsyncGetCallTrace alone).
+const MIN_SAME_TICK_AGREE_PERCENT: f64 = 95.0;
+/// Least share (%) of those pairs with the same whole stack, methods and frame types (measured
+/// 97.5–99.2 with `jstack=vm`, 96.8–98.9 with `agct-vm`; 0 with AsyncGetCallTrace alone, which
+/// has no types).
+const MIN_SAME_TICK_STACK_PERCENT: f64 = 93.0;
+/// Largest difference (percentage points) of a top-10 method's CPU share over the whole
+/// recordings. The JDK takes 20–30% of its samples at the next safepoint (`biased`), which
+/// moves CPU to methods with a safepoint poll (`Type.hasTag` in javac: 3.5% for the JDK, 1.5%
+/// for us and for the JDK's own unbiased samples), so this is looser than the same-tick bound:
+/// measured 0.7–1.9 on javac and 2.0–3.1 on regex (7.5–8.7 on regex with AsyncGetCallTrace
+/// alone).
+const MAX_SHARE_DIFF_PP: f64 = 4.0;
 
 /// The tests of this file run one at a time: on two cores, three JVMs at once leave each a
 /// fraction of the CPU and far fewer samples for the share comparison.
@@ -65,9 +81,9 @@ fn without_java_stack(s: &SampleView) -> bool {
 }
 
 /// Checks one run: the main thread's samples have Java stacks and typed frames; on JDK 25 the
-/// JDK's own sampler's failure rate is printed beside ours and, with `compare`, the top methods
-/// agree.
-fn check_run(jdk: &Jdk, what: &str, file: &Path, jdk_file: &Path, compare: bool) {
+/// JDK's own sampler's failure rate is printed beside ours, and the top methods agree with its
+/// own, tick by tick and over the whole run.
+fn check_run(jdk: &Jdk, what: &str, file: &Path, jdk_file: &Path) {
     let reading = jfr_json(jdk, file).unwrap_or_else(|e| panic!("{what}: {e}"));
     let main = main_thread(&reading.samples);
     let without = main.iter().filter(|s| without_java_stack(s)).count();
@@ -110,19 +126,50 @@ fn check_run(jdk: &Jdk, what: &str, file: &Path, jdk_file: &Path, compare: bool)
                 .and_then(|v| v.split_whitespace().next()?.parse().ok())
                 .unwrap_or_else(|| panic!("{what}: no {key} in\n{table}"))
         };
-        let ours = number("SAMPLES_OURS ");
-        assert_eq!(
-            ours as usize,
-            main.len(),
-            "{what}: the script reads other samples"
+        let read: usize = table
+            .lines()
+            .find_map(|l| {
+                l.split_once("(of ")?
+                    .1
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("{what}: no agent sample count in\n{table}"));
+        assert_eq!(read, main.len(), "{what}: the script reads other samples");
+        let inside = number("SAMPLES_OURS ");
+        assert!(
+            inside >= 0.5 * main.len() as f64,
+            "{what}: only {inside} of {} samples inside the JDK recording's time",
+            main.len()
         );
-        if compare {
-            let diff = number("MAX_DIFF_PP ");
-            assert!(
-                diff <= MAX_SHARE_DIFF_PP,
-                "{what}: a top-10 method's CPU share differs from the JDK's sampler by {diff} pp"
-            );
-        }
+        let same_tick = number("SAME_TICK ");
+        let agree = number("SAME_TICK_TOP_AGREE_PCT ");
+        let stacks = number("SAME_TICK_STACK_AGREE_PCT ");
+        let same_tick_diff = number("SAME_TICK_MAX_DIFF_PP ");
+        let diff = number("MAX_DIFF_PP ");
+        assert!(
+            same_tick >= 300.0,
+            "{what}: only {same_tick} JDK samples beside one of ours"
+        );
+        assert!(
+            agree >= MIN_SAME_TICK_AGREE_PERCENT,
+            "{what}: only {agree}% of the samples of one tick name the JDK's top method"
+        );
+        assert!(
+            stacks >= MIN_SAME_TICK_STACK_PERCENT,
+            "{what}: only {stacks}% of the samples of one tick have the JDK's stack and types"
+        );
+        assert!(
+            same_tick_diff <= MAX_SAME_TICK_DIFF_PP,
+            "{what}: a top-10 method's share differs from the JDK's at the same ticks by \
+             {same_tick_diff} pp"
+        );
+        assert!(
+            diff <= MAX_SHARE_DIFF_PP,
+            "{what}: a top-10 method's CPU share differs from the JDK's sampler by {diff} pp"
+        );
     }
 }
 
@@ -145,7 +192,7 @@ fn javac_main_thread_samples_have_typed_java_stacks() {
         let options = recording_options(&jdk, &file, &jdk_file);
         let mut javac = javac_concurrent(&jdk, &dir, &sources, &options);
         run(&mut javac).unwrap_or_else(|e| panic!("{what}: {e}"));
-        check_run(&jdk, &what, &file, &jdk_file, true);
+        check_run(&jdk, &what, &file, &jdk_file);
         ran += 1;
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -173,9 +220,7 @@ fn regex_main_thread_samples_have_typed_java_stacks() {
             .arg(&classes)
             .args(["JavaStacks", "regex", "5"]);
         run(&mut java).unwrap_or_else(|e| panic!("{what}: {e}"));
-        // The regex engine's top methods differ from the JDK's sampler by more than 2 pp (see
-        // the README): the share comparison is asserted on javac only.
-        check_run(&jdk, &what, &file, &jdk_file, false);
+        check_run(&jdk, &what, &file, &jdk_file);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
@@ -245,4 +290,116 @@ fn inlined_frames_agree_with_print_inlining() {
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// `TYPE` and `FRAMETYPE` counts of JDK Mission Control's own parser on `file`
+/// (`testdata/oracles/JmcFrames.java`, with JMC's core jars in `JMC_CP`).
+/// Names with their counts, in the order printed.
+type Counts = Vec<(String, u64)>;
+
+fn jmc_reading(jdk: &Jdk, jmc_cp: &str, file: &Path) -> (Counts, Counts) {
+    let text = run(Command::new(jdk.tool("java"))
+        .arg("-cp")
+        .arg(jmc_cp)
+        .arg(repo().join("testdata/oracles/JmcFrames.java"))
+        .arg(file))
+    .unwrap_or_else(|e| panic!("JMC on {}: {e}", file.display()));
+    let lines = |key: &str| -> Counts {
+        text.lines()
+            .filter_map(|l| {
+                let (name, n) = l.strip_prefix(key)?.rsplit_once(' ')?;
+                Some((name.to_string(), n.parse().ok()?))
+            })
+            .collect()
+    };
+    (lines("TYPE "), lines("FRAMETYPE "))
+}
+
+/// JDK Mission Control's own parser (built outside the project; see `../shared/oracles`) shows
+/// the frame types, and every sample in one event type, in the symbolized file and in a raw
+/// file written with `nstack=inline`, over several chunks. A raw file with the default pooled
+/// native stacks is split by JMC into one type per chunk (a struct type JMC does not know,
+/// read through a constant pool, gets a new content type in every chunk): printed, with the
+/// check that no sample is lost. Skipped without `JMC_CP`.
+#[test]
+fn jmc_shows_frame_types_in_one_event_type() {
+    let Some(jmc_cp) = std::env::var("JMC_CP").ok().filter(|v| !v.is_empty()) else {
+        eprintln!("JMC_CP is not set: JDK Mission Control's parser not run");
+        return;
+    };
+    let Some(jdk) = oracle_jdks().into_iter().find(|j| j.major >= 25) else {
+        eprintln!("no JDK 25: skipped");
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let classes = workload_dir();
+    let dir = std::env::temp_dir().join(format!("jfrnative-javastacks-jmc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for nstack in ["pooled", "inline"] {
+        let file = dir.join(format!("{nstack}.jfr"));
+        run(Command::new(jdk.tool("java"))
+            .arg(format!(
+                "-agentpath:{}=file={},interval=1ms,chunk=1s,nstack={nstack}",
+                agent_library().display(),
+                file.display()
+            ))
+            .arg("-cp")
+            .arg(&classes)
+            .args(["JavaStacks", "regex", "4"]))
+        .unwrap_or_else(|e| panic!("{nstack}: {e}"));
+        let symbolized = dir.join(format!("{nstack}-symbolized.jfr"));
+        run(Command::new(tool_binary("jfr-symbolize"))
+            .arg(&file)
+            .arg("-o")
+            .arg(&symbolized))
+        .unwrap_or_else(|e| panic!("{nstack}: symbolize: {e}"));
+        for (what, path) in [("raw", &file), ("symbolized", &symbolized)] {
+            let what = format!("{nstack} {what}");
+            let samples = cpu_sample_events(&jdk, path)
+                .unwrap_or_else(|e| panic!("{what}: {e}"))
+                .len() as u64;
+            let (types, frame_types) = jmc_reading(&jdk, &jmc_cp, path);
+            eprintln!(
+                "{what}: jfr print {samples} samples; JMC types {types:?}, frames {frame_types:?}"
+            );
+            assert!(samples >= 500, "{what}: only {samples} samples");
+            let in_jmc: u64 = types.iter().map(|(_, n)| n).sum();
+            assert_eq!(
+                in_jmc, samples,
+                "{what}: JMC reads other samples than the JDK's reader"
+            );
+            if !(nstack == "pooled" && what.ends_with("raw")) {
+                assert_eq!(
+                    types.len(),
+                    1,
+                    "{what}: JMC split the event type: {types:?}"
+                );
+                assert_eq!(types[0].0, "jdk.CPUTimeSample");
+            }
+            let count = |t: &str| {
+                frame_types
+                    .iter()
+                    .find(|(name, _)| name == t)
+                    .map_or(0, |(_, n)| *n)
+            };
+            let java = count("INTERPRETED") + count("JIT_COMPILED") + count("INLINED");
+            let all: u64 = frame_types.iter().map(|(_, n)| n).sum();
+            for t in ["INTERPRETED", "JIT_COMPILED", "INLINED"] {
+                assert!(
+                    count(t) > 0,
+                    "{what}: JMC shows no {t} frame: {frame_types:?}"
+                );
+            }
+            assert!(
+                count("UNKNOWN") * 100 <= java,
+                "{what}: JMC shows {} frames of unknown type, {java} Java frames typed",
+                count("UNKNOWN")
+            );
+            assert!(
+                all > java || what.ends_with("raw"),
+                "{what}: no native frames in JMC"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

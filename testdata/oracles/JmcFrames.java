@@ -1,0 +1,59 @@
+import java.io.File;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.openjdk.jmc.common.IMCFrame;
+import org.openjdk.jmc.common.IMCStackTrace;
+import org.openjdk.jmc.common.item.IItem;
+import org.openjdk.jmc.common.item.IItemCollection;
+import org.openjdk.jmc.common.item.IItemIterable;
+import org.openjdk.jmc.common.item.IMemberAccessor;
+import org.openjdk.jmc.common.item.IType;
+import org.openjdk.jmc.flightrecorder.JfrAttributes;
+import org.openjdk.jmc.flightrecorder.JfrLoaderToolkit;
+
+/**
+ * Reads a JFR file with JDK Mission Control's own parser (its public API) and prints what JMC
+ * makes of the CPU-time samples: every event type whose identifier starts with
+ * {@code jdk.CPUTimeSample} with its event count ({@code TYPE id n}; a random suffix means JMC
+ * split the type), and the frame types JMC gives the Java frames ({@code FRAMETYPE type n}).
+ * Exit status 1 with an {@code ERROR} line when JMC cannot load the file.
+ *
+ * <p>Usage: {@code java -cp $JMC_CP JmcFrames.java FILE} (JMC_CP: see ../shared/oracles).
+ */
+public class JmcFrames {
+    private static final String EVENT = "jdk.CPUTimeSample";
+
+    public static void main(String[] args) {
+        IItemCollection all;
+        try {
+            all = JfrLoaderToolkit.loadEvents(new File(args[0]));
+        } catch (Exception e) {
+            System.out.println("ERROR " + e);
+            System.exit(1);
+            return;
+        }
+        Map<String, Long> types = new TreeMap<>();
+        Map<String, Long> frameTypes = new TreeMap<>();
+        for (IItemIterable items : all) {
+            IType<IItem> type = items.getType();
+            if (!type.getIdentifier().startsWith(EVENT)) {
+                continue;
+            }
+            IMemberAccessor<IMCStackTrace, IItem> stack =
+                    JfrAttributes.EVENT_STACKTRACE.getAccessor(type);
+            for (IItem item : items) {
+                types.merge(type.getIdentifier(), 1L, Long::sum);
+                IMCStackTrace trace = stack == null ? null : stack.getMember(item);
+                if (trace == null || trace.getFrames() == null) {
+                    continue;
+                }
+                for (IMCFrame frame : trace.getFrames()) {
+                    frameTypes.merge(String.valueOf(frame.getType()), 1L, Long::sum);
+                }
+            }
+        }
+        types.forEach((id, n) -> System.out.println("TYPE " + id + " " + n));
+        frameTypes.forEach((t, n) -> System.out.println("FRAMETYPE " + t + " " + n));
+    }
+}
