@@ -321,6 +321,46 @@ fn jni_env_offset(agent: &'static Agent, env: JniEnv) -> Option<i64> {
     Some((env as i64).wrapping_sub(eetop))
 }
 
+/// Finds where `java.lang.Thread.tid` is in a thread object, on the live threads (see
+/// [`hotspot::vthread`]), so that samples of a virtual thread name it. Once per process; said
+/// once if the JVM has virtual threads but the offset cannot be found.
+fn prepare_virtual_threads(agent: &'static Agent) {
+    static DONE: std::sync::Once = std::sync::Once::new();
+    DONE.call_once(|| {
+        let Some(v) = hotspot::vm_structs() else {
+            return;
+        };
+        if v.offset("JavaThread", "_vthread").is_none() {
+            return; // before JDK 19: no virtual threads
+        }
+        let Some(env) = agent.vm.jni_env() else {
+            return;
+        };
+        let jni = Jni(env);
+        let objects: Vec<(u64, i64)> = agent
+            .jvmti
+            .all_threads()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|thread| {
+                let id = jni.thread_tid(thread)?;
+                // A local JNI reference is the address of a slot holding the object's address.
+                let object = fault::read_u64(thread as u64)?;
+                Some((object, id))
+            })
+            .collect();
+        let found = hotspot::vthread::tid_offset(&objects)
+            .is_some_and(|offset| hotspot::vthread::init(v, offset));
+        if !found {
+            eprintln!(
+                "jfr-native: cannot find java.lang.Thread.tid in {} thread objects: samples of \
+                 virtual threads go to their carrier thread",
+                objects.len()
+            );
+        }
+    });
+}
+
 /// Readies the Java-frame walk (`jstack=vm` or `agct-vm`): HotSpot's layout, read once, and where a
 /// thread's JNIEnv is inside its `JavaThread`, measured on this thread. Without either the
 /// walk is off, said once, and AsyncGetCallTrace works alone.
@@ -426,6 +466,10 @@ fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> R
     if let Err(e) = install_handlers(agent.signal) {
         stop_writer(agent);
         return Err(e);
+    }
+    // After the fault hook: the thread objects are read through it.
+    if signal::USE_VM_WALK.load(Ordering::Acquire) {
+        prepare_virtual_threads(agent);
     }
     RECORDING.store(true, Ordering::Release);
     if let Some((env, thread)) = this_thread {

@@ -26,8 +26,8 @@ use crate::hotspot::javawalk::JavaFrame;
 use crate::ring::Ring;
 
 /// Words before the native pcs in a record: time, weight, packed (agct code, stop, native
-/// count), packed (slot index, recording epoch).
-pub const RECORD_HEADER_WORDS: usize = 4;
+/// count), packed (slot index, recording epoch), the mounted virtual thread's id (0: none).
+pub const RECORD_HEADER_WORDS: usize = 5;
 
 /// Smallest ring, in words (512 KiB): about 2 000 samples of 30 frames, 2 s of two busy CPUs
 /// at 1 ms, while the writer drains every 10 ms.

@@ -80,6 +80,8 @@ pub struct Summary {
     pub outside_java: u64,
     /// Java frames written.
     pub java_frames: u64,
+    /// Samples of a mounted virtual thread (written as that thread).
+    pub virtual_thread_samples: u64,
     /// Of those, the ones with a known type.
     pub typed_frames: u64,
     /// The unwind tables (`cstack=dwarf`).
@@ -298,6 +300,21 @@ impl Drain {
         thread
     }
 
+    /// A virtual thread, by its `threadId()`. Its name is not known to the agent (it would have
+    /// to be read from the Java object in the signal handler): written as null, as is its OS
+    /// thread (it runs on changing carriers).
+    fn virtual_thread_id(&mut self, java_id: i64) -> ThreadId {
+        self.summary.virtual_thread_samples += 1;
+        self.rec.thread(Thread {
+            os_name: None,
+            os_thread_id: 0,
+            java_name: None,
+            java_thread_id: java_id,
+            group: None,
+            is_virtual: true,
+        })
+    }
+
     /// Empties the rings, reports lost weight, then recycles the slots of threads that are
     /// gone.
     pub fn drain_all(&mut self) {
@@ -317,7 +334,10 @@ impl Drain {
                     let (index, record_epoch) = unpack_owner(record.get(3).copied().unwrap_or(0));
                     match slot_at(index) {
                         Some(slot) if record_epoch == epoch => {
-                            let thread = self.thread_id(slot);
+                            let thread = match record.get(4).copied().unwrap_or(0) {
+                                0 => self.thread_id(slot),
+                                id => self.virtual_thread_id(id as i64),
+                            };
                             self.write_sample(thread, &record);
                         }
                         _ => self.summary.stale += 1,
@@ -573,6 +593,12 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
             s.java_frames,
             STATS.vm_walk_agreed.load(Ordering::Relaxed),
             STATS.vm_walk_compared.load(Ordering::Relaxed)
+        ));
+    }
+    if s.virtual_thread_samples > 0 {
+        text.push_str(&format!(
+            "\n  samples of virtual threads (written as the virtual thread): {}",
+            s.virtual_thread_samples
         ));
     }
     let entered = STATS.other_handler_entered.load(Ordering::Relaxed);

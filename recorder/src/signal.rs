@@ -326,6 +326,10 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
         }
     }
     let from_vm = flags & FLAG_VM_WALK != 0;
+    // The virtual thread the carrier runs, if any (fault-safe reads of its JavaThread).
+    let vthread_id = hotspot::java_thread(slot.env() as u64)
+        .and_then(hotspot::vthread::mounted_id)
+        .map_or(0, |id| id as u64);
     let pcs = scratch.pcs.get(..native_count).unwrap_or_default();
     let frames = scratch.frames.get(..java_count).unwrap_or_default();
     let java = scratch.java.get(..java_count).unwrap_or_default();
@@ -341,6 +345,7 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
             1 => weight,
             2 => meta,
             3 => owner,
+            4 => vthread_id,
             i => {
                 let i = i.saturating_sub(RECORD_HEADER_WORDS);
                 match pcs.get(i) {

@@ -4,8 +4,10 @@
 //! fails on 25–45% of these samples ("unknown Java": the top frame is in a prologue, an
 //! epilogue or a stub); the walk through HotSpot's own structure descriptions takes them, and
 //! gives every frame its type (interpreted, JIT compiled, inlined), which AsyncGetCallTrace
-//! does not. On JDK 25 the JDK's own CPU-time sampler records the same run, and the CPU share of
-//! the top Java methods is compared with `tools/scripts/compare_jdk_sampler.py`.
+//! does not. On JDK 25 the JDK's own CPU-time sampler records the same run, and
+//! `tools/scripts/compare_jdk_sampler.py` compares both tick by tick (both timers fire on the
+//! same scheduler tick) and over the whole run. JDK Mission Control's own parser, when
+//! `JMC_CP` names it, shows the frame types and keeps the samples in one event type.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,10 +20,11 @@ use tests::workload::{
     agent_library, build_once, concurrent_sources, javac, javac_concurrent, repo, tool_binary,
 };
 
-/// Most samples of the main thread (%) without a Java stack. The goal is 1: measured 0.2% on
-/// regex and 0.4–1.13% on javac (JDK 25 with its own sampler beside us); what is left is the
-/// interpreter building a frame, ambiguous prologues and the deoptimization blobs, which the VM
-/// walk does not step through yet. AsyncGetCallTrace alone: 22–44%.
+/// Most samples of the main thread (%) without a whole Java stack (none, or truncated). The
+/// goal is 1: measured 0.1–0.5% on regex and javac (JDK 25 with its own sampler beside us);
+/// what is left is the interpreter building a frame, ambiguous prologues and the
+/// deoptimization blobs, which the VM walk does not step through yet. AsyncGetCallTrace alone:
+/// 22–44%.
 const MAX_WITHOUT_JAVA_PERCENT: f64 = 2.0;
 /// Least share of Java frames (%) with a known type.
 const MIN_TYPED_PERCENT: f64 = 90.0;
@@ -87,21 +90,29 @@ fn check_run(jdk: &Jdk, what: &str, file: &Path, jdk_file: &Path) {
     let reading = jfr_json(jdk, file).unwrap_or_else(|e| panic!("{what}: {e}"));
     let main = main_thread(&reading.samples);
     let without = main.iter().filter(|s| without_java_stack(s)).count();
+    let truncated = main
+        .iter()
+        .filter(|s| s.java_truncated == Some(true))
+        .count();
     let frames: Vec<&String> = main.iter().flat_map(|s| s.java.iter()).collect();
     let typed = frames.iter().filter(|f| !f.ends_with(":Unknown")).count();
     let without_pct = 100.0 * without as f64 / main.len().max(1) as f64;
     let typed_pct = 100.0 * typed as f64 / frames.len().max(1) as f64;
     let line = format!(
-        "{what}: main thread {without} of {} samples without a Java stack ({without_pct:.2}%); \
-         {typed} of {} Java frames typed ({typed_pct:.1}%)",
+        "{what}: main thread {without} of {} samples without a Java stack ({without_pct:.2}%), \
+         {truncated} with a truncated one; {typed} of {} Java frames typed ({typed_pct:.1}%)",
         main.len(),
         frames.len()
     );
     eprintln!("{line}");
     assert!(main.len() >= 300, "{what}: only {} samples", main.len());
+    // A truncated stack (the walk gave the interrupted frame but not its senders) counts as
+    // a miss too.
+    let missed_pct = 100.0 * (without + truncated) as f64 / main.len().max(1) as f64;
     assert!(
-        without_pct <= MAX_WITHOUT_JAVA_PERCENT,
-        "{what}: {without} of {} main-thread samples without a Java stack",
+        missed_pct <= MAX_WITHOUT_JAVA_PERCENT,
+        "{what}: {without} of {} main-thread samples without a Java stack, {truncated} with a \
+         truncated one",
         main.len()
     );
     assert!(

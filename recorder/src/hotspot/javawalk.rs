@@ -161,6 +161,11 @@ impl JavaLayout {
                 ..interrupted
             };
             complete = self.walk_into(thread, from_anchor, &in_code_cache, stack, &mut out);
+            if out.count == 0 {
+                // No last Java frame either: the interrupted frame's stack stays unknown (it
+                // is not "no Java frames": the thread was in JVM-generated code).
+                complete = None;
+            }
         }
         JavaWalk {
             count: out.count,
@@ -222,11 +227,17 @@ impl JavaLayout {
             }
             let next = match blob.kind {
                 BlobKind::Nmethod | BlobKind::NativeNmethod => {
-                    let next = self.compiled_sender(&blob, at, stack)?;
+                    let next = self.compiled_sender(&blob, at, stack);
+                    if next.is_none() && !(at.top && blob.kind == BlobKind::Nmethod) {
+                        return None;
+                    }
                     if !self.emit_compiled(&blob, at, out)? {
                         return Some(false);
                     }
-                    next
+                    // The interrupted nmethod's own frames are known by its pc even when its
+                    // sender is not (a virtual thread's frames below are still frozen in the
+                    // heap, under Loom's return barrier): written, and the walk is cut.
+                    next?
                 }
                 BlobKind::Interpreter => {
                     let next = self.interpreted_sender(at, stack)?;

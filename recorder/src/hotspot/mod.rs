@@ -2,7 +2,7 @@
 //! ([`vmstructs`]): the OS thread id and the stack of each `JavaThread`, so that threads that
 //! ran before an attach are matched by thread id, not by name, and sampled within their real
 //! stack bounds ([`threads`]); the code cache's reserved range, so that JIT code is known as such
-//! however it is mapped ([`codecache`]). Every read of a JVM structure goes through [`crate::fault`]: a
+//! however it is mapped ([`codecache`]); the virtual thread a carrier runs ([`vthread`]). Every read of a JVM structure goes through [`crate::fault`]: a
 //! thread that exits meanwhile gives "unknown", never a crash.
 
 pub mod codeblob;
@@ -14,6 +14,7 @@ pub mod method;
 pub mod scopes;
 pub mod threads;
 pub mod vmstructs;
+pub mod vthread;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::OnceLock;

@@ -476,10 +476,19 @@ impl Jni {
     /// The private `long eetop` field of a `java.lang.Thread`: HotSpot's `JavaThread*` for a live
     /// thread (0 once it has ended). Read through JNI, which ignores access modifiers.
     pub fn thread_eetop(&self, thread: JObject) -> Option<i64> {
+        self.thread_long_field(thread, c"eetop")
+    }
+
+    /// The private `long tid` field of a `java.lang.Thread`: its `threadId()`.
+    pub fn thread_tid(&self, thread: JObject) -> Option<i64> {
+        self.thread_long_field(thread, c"tid")
+    }
+
+    fn thread_long_field(&self, thread: JObject, name: &CStr) -> Option<i64> {
         self.with_class(Some(c"java/lang/Thread"), thread, |f, class| {
             // SAFETY: JNI calls on a live class and thread reference with this thread's env.
             unsafe {
-                let field = (f.get_field_id)(self.0, class, c"eetop".as_ptr(), c"J".as_ptr());
+                let field = (f.get_field_id)(self.0, class, name.as_ptr(), c"J".as_ptr());
                 (!field.is_null()).then(|| (f.get_long_field)(self.0, thread, field))
             }
         })
