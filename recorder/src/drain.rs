@@ -334,11 +334,12 @@ impl Drain {
                     let (index, record_epoch) = unpack_owner(record.get(3).copied().unwrap_or(0));
                     match slot_at(index) {
                         Some(slot) if record_epoch == epoch => {
-                            let thread = match record.get(4).copied().unwrap_or(0) {
+                            let vthread = record.get(4).copied().unwrap_or(0);
+                            let thread = match vthread {
                                 0 => self.thread_id(slot),
                                 id => self.virtual_thread_id(id as i64),
                             };
-                            self.write_sample(thread, &record);
+                            self.write_sample(thread, vthread != 0, &record);
                         }
                         _ => self.summary.stale += 1,
                     }
@@ -389,7 +390,10 @@ impl Drain {
         }
     }
 
-    fn write_sample(&mut self, thread: ThreadId, r: &[u64]) {
+    /// Writes one record as a sample of `thread`; `is_virtual`: a virtual thread's, whose Java
+    /// stack ends at its continuation's entry (`Continuation.enterSpecial`, kept), as the JDK
+    /// writes it: the frames below are the carrier's.
+    fn write_sample(&mut self, thread: ThreadId, is_virtual: bool, r: &[u64]) {
         let (Some(&time_ns), Some(&weight), Some(&meta)) = (r.first(), r.get(1), r.get(2)) else {
             return;
         };
@@ -401,6 +405,7 @@ impl Drain {
             .get(RECORD_HEADER_WORDS + native_count..)
             .unwrap_or_default();
         self.java.clear();
+        let mut at_continuation_entry = false;
         for pair in java_words.chunks_exact(2) {
             let (kind, bci) = crate::signal::unpack_frame(pair[0]);
             let frame =
@@ -409,12 +414,17 @@ impl Drain {
             self.summary.java_frames += 1;
             self.summary.typed_frames += u64::from(frame.frame_type != FrameType::Unknown);
             self.java.push(frame);
+            if is_virtual && self.methods.is_continuation_entry(pair[1] as *mut _) {
+                at_continuation_entry = true;
+                break;
+            }
         }
         let from_vm = flags & FLAG_VM_WALK != 0;
         let failed = agct_code < 0 && !from_vm;
         let cut = flags & FLAG_JAVA_CUT != 0;
         let stack_trace = (!failed).then(|| {
-            let truncated = cut || self.java.len() >= self.options.depth;
+            let truncated =
+                !at_continuation_entry && (cut || self.java.len() >= self.options.depth);
             self.rec.stack_trace(&self.java, truncated)
         });
         self.summary.vm_walk += u64::from(from_vm);

@@ -16,7 +16,12 @@ struct Resolved {
     method: MethodId,
     lines: Vec<LineNumberEntry>,
     native: bool,
+    /// `jdk.internal.vm.Continuation.enterSpecial`: where a virtual thread's own frames end.
+    continuation_entry: bool,
 }
+
+/// The class and method where a mounted virtual thread's frames end and its carrier's begin.
+const CONTINUATION_ENTRY: (&str, &str) = ("jdk/internal/vm/Continuation", "enterSpecial");
 
 /// The cache.
 #[derive(Default)]
@@ -69,6 +74,7 @@ impl Methods {
                 let signature = jvmti.class_signature(class).ok()?;
                 let class_name = class_name_from_signature(&signature);
                 let hidden = is_hidden_class(class_name);
+                let continuation_entry = (class_name, name.as_str()) == CONTINUATION_ENTRY;
                 let package_name = class_name.rsplit_once('/').map_or("", |(p, _)| p);
                 let package_symbol = rec.symbol(package_name);
                 let package = rec.package(Package {
@@ -102,6 +108,7 @@ impl Methods {
                     method,
                     lines,
                     native,
+                    continuation_entry,
                 })
             })
             .as_ref()
@@ -161,6 +168,17 @@ impl Methods {
                 frame_type: FrameType::Unknown,
             },
         }
+    }
+}
+
+impl Methods {
+    /// Whether `id` (resolved by an earlier [`Methods::frame`]) is
+    /// `Continuation.enterSpecial`, the bottom of a mounted virtual thread's own frames.
+    pub fn is_continuation_entry(&self, id: JMethodId) -> bool {
+        self.resolved
+            .get(&(id as usize))
+            .and_then(Option::as_ref)
+            .is_some_and(|r| r.continuation_entry)
     }
 }
 

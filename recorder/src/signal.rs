@@ -264,6 +264,10 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
         *k = kind::UNKNOWN;
     }
     let mut flags = 0u8;
+    // The virtual thread the carrier runs, if any (fault-safe reads of its JavaThread).
+    let vthread_id = hotspot::java_thread(slot.env() as u64)
+        .and_then(hotspot::vthread::mounted_id)
+        .map_or(0, |id| id as u64);
     if let (Some(bounds), Some(layout), Some(thread), true) = (
         on_own_stack,
         hotspot::java_layout(),
@@ -310,9 +314,19 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
             if same == java_count && walk.count == java_count {
                 stats::inc(&STATS.vm_walk_agreed);
             }
-            if walk.complete && walk.count > 0 && PREFER_VM_WALK.load(Ordering::Relaxed) {
+            // A virtual thread's walk cut short stopped where its frames are still frozen in
+            // the heap (Loom's return barrier), which AsyncGetCallTrace skips without a sign:
+            // the VM walk's frames are written, as truncated.
+            let cut_vthread = vthread_id != 0 && !walk.complete;
+            if walk.count > 0
+                && (walk.complete || cut_vthread)
+                && PREFER_VM_WALK.load(Ordering::Relaxed)
+            {
                 java_count = walk.count;
                 flags |= FLAG_VM_WALK;
+                if !walk.complete {
+                    flags |= FLAG_JAVA_CUT;
+                }
             }
         } else if walk.count > 0 || (walk.complete && stop == Stop::EndOfStack) {
             // Frames AsyncGetCallTrace could not walk; or none at all: the native walk reached
@@ -326,10 +340,6 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
         }
     }
     let from_vm = flags & FLAG_VM_WALK != 0;
-    // The virtual thread the carrier runs, if any (fault-safe reads of its JavaThread).
-    let vthread_id = hotspot::java_thread(slot.env() as u64)
-        .and_then(hotspot::vthread::mounted_id)
-        .map_or(0, |id| id as u64);
     let pcs = scratch.pcs.get(..native_count).unwrap_or_default();
     let frames = scratch.frames.get(..java_count).unwrap_or_default();
     let java = scratch.java.get(..java_count).unwrap_or_default();

@@ -1,7 +1,8 @@
 //! Samples of a virtual thread name it: four virtual threads burn CPU (yielding now and then,
 //! so they move between carriers) at 1 ms on JDK 21+, and every sample of their work is
 //! written as a virtual thread (`eventThread.virtual`) whose `javaThreadId` is one the program
-//! printed, while samples of the carriers' own code (the scheduler) stay with the carrier.
+//! printed, while samples of the carriers' own code (the scheduler) stay with the carrier; the
+//! virtual thread's stack ends at its continuation's entry, as the JDK writes it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -70,6 +71,7 @@ fn samples_of_a_virtual_thread_name_it() {
         let samples = cpu_sample_events(&jdk, &file).unwrap_or_else(|e| panic!("{what}: {e}"));
         let mut per_vthread: BTreeMap<i64, u64> = BTreeMap::new();
         let (mut work, mut named, mut wrongly_virtual) = (0u64, 0u64, 0u64);
+        let (mut whole_virtual, mut ending_at_entry, mut truncated_virtual) = (0u64, 0u64, 0u64);
         for event in &samples {
             let s = &event["values"];
             let thread = &s["eventThread"];
@@ -92,6 +94,17 @@ fn samples_of_a_virtual_thread_name_it() {
                 // A complete Java stack of a virtual thread has its continuation, or the
                 // carrier mounting or unmounting it (`VirtualThread.runContinuation`), in it.
                 let whole = s["stackTrace"]["truncated"].as_bool() == Some(false);
+                let mounting = stack
+                    .iter()
+                    .any(|m| m == "java.lang.VirtualThread.runContinuation");
+                truncated_virtual += u64::from(!whole);
+                if whole && !stack.is_empty() && !mounting {
+                    whole_virtual += 1;
+                    ending_at_entry += u64::from(
+                        stack.last().map(String::as_str)
+                            == Some("jdk.internal.vm.Continuation.enterSpecial"),
+                    );
+                }
                 if whole && !stack.is_empty() && !in_vthread {
                     wrongly_virtual += 1;
                     eprintln!(
@@ -132,6 +145,19 @@ fn samples_of_a_virtual_thread_name_it() {
         assert_eq!(
             wrongly_virtual, 0,
             "{what}: samples written as a virtual thread outside one"
+        );
+        // As the JDK writes them: a virtual thread's stack ends at its continuation's entry,
+        // the carrier's frames below are left out (but for a carrier mounting or unmounting
+        // it). Most stacks are truncated: the frames below the ones Loom thawed are still in
+        // the heap, which the walk does not read (see the README).
+        eprintln!(
+            "{what}: {ending_at_entry} of {whole_virtual} whole virtual-thread stacks end at \
+             Continuation.enterSpecial; {truncated_virtual} truncated"
+        );
+        assert!(
+            ending_at_entry * 100 >= whole_virtual * 95,
+            "{what}: only {ending_at_entry} of {whole_virtual} whole virtual-thread stacks end at \
+             Continuation.enterSpecial"
         );
         ran += 1;
         let _ = std::fs::remove_dir_all(&dir);

@@ -228,7 +228,8 @@ impl JavaLayout {
             let next = match blob.kind {
                 BlobKind::Nmethod | BlobKind::NativeNmethod => {
                     let next = self.compiled_sender(&blob, at, stack);
-                    if next.is_none() && !(at.top && blob.kind == BlobKind::Nmethod) {
+                    let built = blob.frame_complete_pc.is_some_and(|c| at.pc >= c);
+                    if next.is_none() && !(at.top && built && blob.kind == BlobKind::Nmethod) {
                         return None;
                     }
                     if !self.emit_compiled(&blob, at, out)? {
@@ -236,7 +237,9 @@ impl JavaLayout {
                     }
                     // The interrupted nmethod's own frames are known by its pc even when its
                     // sender is not (a virtual thread's frames below are still frozen in the
-                    // heap, under Loom's return barrier): written, and the walk is cut.
+                    // heap, under Loom's return barrier): written, and the walk is cut. Only
+                    // past the prologue: before it, the next PcDesc may belong to a callee
+                    // inlined further on.
                     next?
                 }
                 BlobKind::Interpreter => {

@@ -4,9 +4,10 @@
 //! thread is mounted, and its `threadId()` is its `tid` field. HotSpot does not describe where
 //! `java.lang.Thread.tid` lies in the object: [`tid_offset`] finds it on live threads at start-up,
 //! where JNI gives each thread's id, and the offset must be the only one that holds the id of
-//! every thread tried. With a collector whose handles hold tagged addresses (ZGC) no offset
-//! matches and the virtual thread is not looked up. `tid` never changes, so a read of an object
-//! a collector is moving gives the same value from either copy.
+//! every thread tried. With a collector whose handles hold tagged addresses (generational ZGC)
+//! no offset matches and the virtual thread is not looked up. `tid` never changes, so a read of
+//! an object a collector is copying gives the same value from either copy; the handle is read
+//! again after the id, which must still name the same object.
 
 #![deny(
     clippy::indexing_slicing,
@@ -110,7 +111,10 @@ fn mounted_id_with(layout: &VThreadLayout, thread: u64) -> Option<i64> {
         return None;
     }
     let id = read_ptr(vthread.checked_add(layout.tid)?)? as i64;
-    (id > 0).then_some(id)
+    // The handle still names the same object: a collector that moved it meanwhile (the thread
+    // may be in native code during a pause) could have left other data at the old address.
+    let again = handle_target(thread.checked_add(layout.vthread)?, layout.handle_obj)?;
+    (id > 0 && again == vthread).then_some(id)
 }
 
 #[cfg(test)]
