@@ -326,6 +326,58 @@ fn damaged_input_keeps_the_chunks_before_the_damage() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read /nonexistent/x.jfr"));
 }
 
+/// Unreadable input never costs the user an existing output, and leaves no empty file; readable
+/// input replaces the output whole (written beside it, then renamed: no temporary file stays).
+#[test]
+fn unreadable_input_leaves_the_output_alone() {
+    let dir = out_dir().join("unreadable");
+    std::fs::create_dir_all(&dir).unwrap();
+    let empty = dir.join("empty.jfr");
+    std::fs::write(&empty, b"").unwrap();
+    for format in ["jfr", "txt", "svg", "json", "collapsed"] {
+        let existing = dir.join(format!("existing.{format}"));
+        std::fs::write(&existing, b"an earlier result").unwrap();
+        let out = symbolize(&[empty.to_str().unwrap(), "-o", existing.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{format}: {stderr}");
+        assert!(stderr.contains("left as it was"), "{format}: {stderr}");
+        assert_eq!(
+            std::fs::read(&existing).unwrap(),
+            b"an earlier result",
+            "{format}"
+        );
+        let fresh = dir.join(format!("fresh.{format}"));
+        let out = symbolize(&[empty.to_str().unwrap(), "-o", fresh.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{format}");
+        assert!(
+            !fresh.exists(),
+            "{format}: an output was made from empty input"
+        );
+    }
+    let jdk = &oracle_jdks()[0];
+    let replaced = dir.join("existing.txt");
+    let out = symbolize(&[
+        recording(jdk).to_str().unwrap(),
+        "-o",
+        replaced.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read_to_string(&replaced)
+        .unwrap()
+        .starts_with("CPU samples:"));
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
 #[test]
 fn a_closed_pipe_ends_quietly() {
     let jdk = &oracle_jdks()[0];

@@ -100,6 +100,28 @@ fn main() -> ExitCode {
     }
 }
 
+/// A temporary file in the directory of `path` (so that renaming it over `path` is atomic).
+fn temporary_beside(path: &std::path::Path) -> io::Result<tempfile::NamedTempFile> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_os_string());
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(&name);
+    prefix.push(".");
+    // 0666 less the umask, as a file created directly would get (tempfile's default is 0600).
+    let permissions = std::os::unix::fs::PermissionsExt::from_mode(0o666);
+    tempfile::Builder::new()
+        .permissions(permissions)
+        .prefix(&prefix)
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
+}
+
 fn run(args: &Args) -> io::Result<ExitCode> {
     let input = &args.input;
     let bytes = std::fs::read(input)
@@ -124,14 +146,17 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         from_ns: args.from.map(|s| (s * 1e9) as u64),
         to_ns: args.to.map(|s| (s * 1e9) as u64),
     };
-    let mut sink: Box<dyn Write> = if to_stdout {
-        Box::new(io::BufWriter::new(io::stdout().lock()))
-    } else {
-        let path = args.output.as_ref().map_or(PathBuf::new(), Clone::clone);
-        let file = std::fs::File::create(&path).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
-        })?;
-        Box::new(io::BufWriter::new(file))
+    // A file output is written to a temporary file beside it and renamed over it only once
+    // something could be read: an existing output survives unreadable input, and no empty
+    // file is left behind (the temporary file is removed when dropped).
+    let output_path = (!to_stdout).then(|| args.output.clone().unwrap_or_default());
+    let temporary = match &output_path {
+        Some(path) => Some(temporary_beside(path)?),
+        None => None,
+    };
+    let mut sink: Box<dyn Write> = match &temporary {
+        None => Box::new(io::BufWriter::new(io::stdout().lock())),
+        Some(file) => Box::new(io::BufWriter::new(file.as_file().try_clone()?)),
     };
     let show_progress = !args.quiet && io::stderr().is_terminal() && bytes.len() > 32 << 20;
     let mut progress = |done: usize, total: usize| {
@@ -153,6 +178,18 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         &tool,
         &mut progress,
     )?;
+    if outcome.chunks == 0 {
+        if let Some(e) = &outcome.error {
+            // Nothing readable: no output at all (the temporary file goes with `temporary`).
+            let kept = output_path
+                .as_ref()
+                .filter(|p| p.exists())
+                .map(|p| format!("; {} is left as it was", p.display()))
+                .unwrap_or_default();
+            eprintln!("jfr-symbolize: {}: {e}{kept}", input.display());
+            return Ok(ExitCode::from(2));
+        }
+    }
     if show_progress {
         eprintln!();
     }
@@ -173,6 +210,15 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         Format::Json => json::write(agg, &mut *sink)?,
     }
     sink.flush()?;
+    drop(sink);
+    if let (Some(file), Some(path)) = (temporary, &output_path) {
+        file.persist(path).map_err(|e| {
+            io::Error::new(
+                e.error.kind(),
+                format!("cannot write {}: {}", path.display(), e.error),
+            )
+        })?;
+    }
     for p in symbolizer.problems() {
         eprintln!("jfr-symbolize: {}: {}", p.library, p.reason);
     }
