@@ -51,6 +51,14 @@ pub struct Blob {
     pub frame_complete_pc: Option<u64>,
 }
 
+impl Blob {
+    /// Whether its frame is complete (built by the prologue) at `pc`; false if it does not say.
+    #[inline]
+    pub fn frame_complete_at(&self, pc: u64) -> bool {
+        self.frame_complete_pc.is_some_and(|c| pc >= c)
+    }
+}
+
 /// The blob kind for a name read as two little-endian words.
 pub fn kind_of_name(first: u64, second: Option<u64>) -> BlobKind {
     const NMETHOD: &[u8; 8] = b"nmethod\0";

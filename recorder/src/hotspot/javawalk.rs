@@ -228,7 +228,7 @@ impl JavaLayout {
             let next = match blob.kind {
                 BlobKind::Nmethod | BlobKind::NativeNmethod => {
                     let next = self.compiled_sender(&blob, at, stack);
-                    let built = blob.frame_complete_pc.is_some_and(|c| at.pc >= c);
+                    let built = blob.frame_complete_at(at.pc);
                     if next.is_none() && !(at.top && built && blob.kind == BlobKind::Nmethod) {
                         return None;
                     }
@@ -379,7 +379,7 @@ impl JavaLayout {
         if !at.top {
             return self.sender(at, full?, Saved::BelowReturn, stack);
         }
-        let complete = blob.frame_complete_pc.is_some_and(|c| at.pc >= c);
+        let complete = blob.frame_complete_at(at.pc);
         self.pick_sender(at, full, complete, false, stack)
     }
 
@@ -388,7 +388,7 @@ impl JavaLayout {
             .then(|| at.sp.checked_add(blob.frame_bytes))
             .flatten();
         if at.top {
-            let complete = blob.frame_complete_pc.is_some_and(|c| at.pc >= c);
+            let complete = blob.frame_complete_at(at.pc);
             if let Some(next) = self.pick_sender(at, full, complete, true, stack) {
                 return Some(next);
             }
