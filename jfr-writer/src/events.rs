@@ -195,6 +195,10 @@ pub struct CpuTimeSamplesLost<'a> {
     pub thread: Option<ThreadId>,
     /// Why (a jfr-native extension field), e.g. `buffer full`.
     pub reason: &'a str,
+    /// The CPU time the lost samples stood for, ns (a jfr-native extension field: the sum of
+    /// the `samplingPeriod`s they would have had), so that readers can count every CPU
+    /// nanosecond.
+    pub lost_cpu_ns: u64,
 }
 
 impl Event for CpuTimeSamplesLost<'_> {
@@ -207,6 +211,7 @@ impl Event for CpuTimeSamplesLost<'_> {
         e.long(i64::from(self.lost_samples));
         e.thread(self.thread);
         e.string(Some(self.reason));
+        e.ulong(self.lost_cpu_ns);
     }
 }
 

@@ -256,6 +256,16 @@ fn event_types(native: NativeStackEncoding) -> Vec<TypeDecl> {
                     "java.lang.String",
                     vec![Ann::Label("Reason"), Ann::Description("Why the samples were lost (jfr-native extension)")],
                 ),
+                field(
+                    "lostCpuTime",
+                    "long",
+                    vec![
+                        Ann::Unsigned,
+                        Ann::Timespan("NANOSECONDS"),
+                        Ann::Label("Lost CPU Time"),
+                        Ann::Description("The CPU time the lost samples stood for (jfr-native extension)"),
+                    ],
+                ),
             ],
         ),
         event(

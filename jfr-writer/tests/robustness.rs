@@ -95,6 +95,7 @@ fn odd_strings_and_values_are_written() {
             lost_samples: i32::MIN,
             thread: None,
             reason: name,
+            lost_cpu_ns: u64::MAX,
         });
     }
     let pcs: Vec<u64> = (0..10_000).map(|i| u64::MAX - i).collect();

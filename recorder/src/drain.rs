@@ -374,6 +374,7 @@ impl Drain {
                     lost_samples: i32::try_from(new).unwrap_or(i32::MAX),
                     thread: Some(thread),
                     reason: LOST_REASONS.get(reason).copied().unwrap_or_default(),
+                    lost_cpu_ns: self.options.interval_ns.saturating_mul(new),
                 });
             }
         }

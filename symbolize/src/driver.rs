@@ -5,14 +5,16 @@ use std::io::{self, Write};
 
 use crate::jfr::{chunks, ReadError};
 use crate::profile::read_chunk;
+use crate::report::aggregate::Source;
 use crate::report::{Aggregate, Filter};
 use crate::resolve::Symbolizer;
-use crate::rewrite::{rewrite_chunk, ChunkStats};
+use crate::rewrite::{rewrite_chunk, ChunkStats, FileKeys};
 
 /// What a pass produced.
 #[derive(Debug, Default)]
 pub struct Outcome {
-    /// Samples folded by stack.
+    /// Samples folded by stack: the `jdk.CPUTimeSample`s, or, in a file that has none, its
+    /// `jdk.ExecutionSample`s ([`Source::Execution`]).
     pub aggregate: Aggregate,
     /// Chunks read (and written, with a JFR output).
     pub chunks: usize,
@@ -33,9 +35,14 @@ pub fn run(
     progress: &mut dyn FnMut(usize, usize),
 ) -> io::Result<Outcome> {
     let mut outcome = Outcome::default();
+    // The JDK's own sampler, kept in case the file has no CPU-time samples at all.
+    let mut execution = Aggregate {
+        source: Source::Execution,
+        ..Aggregate::default()
+    };
     let mut origin_nanos = None;
     let mut buffer = Vec::new();
-    let mut next_key = crate::rewrite::FIRST_NEW_KEY;
+    let mut keys = FileKeys::default();
     for chunk in chunks(bytes) {
         let chunk = match chunk {
             Ok(chunk) => chunk,
@@ -62,7 +69,7 @@ pub fn run(
                 symbolizer,
                 tool,
                 last,
-                &mut next_key,
+                &mut keys,
                 &mut buffer,
             ) {
                 Ok(stats) => outcome.rewrite += stats,
@@ -73,15 +80,18 @@ pub fn run(
             }
             out.write_all(&buffer)?;
         }
-        outcome.aggregate.add_chunk(
-            &profile,
-            symbolizer,
-            filter,
-            origin,
-            (h.start_nanos, h.start_ticks, h.ticks_per_second),
-        );
+        let clock = (h.start_nanos, h.start_ticks, h.ticks_per_second);
+        outcome
+            .aggregate
+            .add_chunk(&profile, symbolizer, filter, origin, clock);
+        if !profile.execution_samples.is_empty() {
+            execution.add_chunk(&profile, symbolizer, filter, origin, clock);
+        }
         outcome.chunks += 1;
         progress(chunk.offset as usize + chunk.bytes.len(), bytes.len());
+    }
+    if outcome.aggregate.total.samples == 0 && execution.total.samples > 0 {
+        outcome.aggregate = execution;
     }
     Ok(outcome)
 }

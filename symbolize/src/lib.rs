@@ -16,8 +16,11 @@
 //!   demangled (C++, Rust) once per symbol.
 //! - **DWARF.** Inline chains, files and lines through `addr2line`, from the library or its
 //!   separate debug file (found by build-id under `/usr/lib/debug/.build-id`, then by
-//!   `.gnu_debuglink`; a matching build-id is trusted even if the CRC differs). Compressed
-//!   sections (zlib, zstd) are decompressed.
+//!   `.gnu_debuglink`; a matching build-id is trusted even if the CRC differs; then, if asked,
+//!   from debuginfod servers, see [`elf::debuginfod`]). Compressed sections (zlib, zstd) are
+//!   decompressed.
+//! - **MiniDebugInfo.** A library with neither `.symtab` nor a debug file gets its static
+//!   functions' names from `.gnu_debugdata` (see [`elf::minidebuginfo`]).
 //! - **Identity.** A library whose build-id differs from the recorded one is never used; the
 //!   problem is reported once per library, and its frames print as `lib+0xOFFSET` (the offset
 //!   into the mapping).
@@ -37,4 +40,5 @@ pub mod report;
 pub mod resolve;
 pub mod rewrite;
 
+pub use elf::debuginfod::Debuginfod;
 pub use resolve::{Frame, LibraryRef, Location, Options, Problem, Symbolizer};

@@ -19,13 +19,15 @@ pub struct JavaFrame {
     pub class: Option<Arc<str>>,
     /// Method name.
     pub method: Option<Arc<str>>,
+    /// Method descriptor (`(Ljava/lang/String;I)V`), when recorded: it tells overloads apart.
+    pub descriptor: Option<Arc<str>>,
     /// Line number, when recorded (the JDK writes -1 or 0 for unknown).
     pub line: Option<i64>,
     /// Frame type description ("Interpreted", "JIT compiled", "Inlined", "Native", ...).
     pub frame_type: Option<Arc<str>>,
 }
 
-/// One `jdk.CPUTimeSample`.
+/// One `jdk.CPUTimeSample` (or `jdk.ExecutionSample`).
 #[derive(Debug, Clone)]
 pub struct Sample {
     /// Chunk-relative offset of the event record.
@@ -40,10 +42,28 @@ pub struct Sample {
     pub failed: bool,
     /// Java frames, top first.
     pub java: Arc<[JavaFrame]>,
+    /// `stackTrace.truncated`: the Java stack's outermost frames are missing.
+    pub java_truncated: bool,
     /// Native PCs, leaf first.
     pub native: Arc<[u64]>,
     /// `nativeStackTrace.truncated`.
     pub native_truncated: bool,
+}
+
+/// One `jdk.CPUTimeSamplesLost`: samples that were due and not recorded.
+#[derive(Debug, Clone)]
+pub struct Lost {
+    /// `startTime` in ticks.
+    pub start_ticks: i64,
+    /// Thread name, when the event names one.
+    pub thread: Option<Arc<str>>,
+    /// `lostSamples`.
+    pub samples: u64,
+    /// The CPU time they stood for, ns: jfr-native's `lostCpuTime`; `None` when the writer did
+    /// not say (the JDK's own events), as it cannot be known then.
+    pub cpu_ns: Option<u64>,
+    /// `reason` (a jfr-native extension), when present.
+    pub reason: Option<Arc<str>>,
 }
 
 /// Samples and libraries of one chunk.
@@ -53,8 +73,14 @@ pub struct ChunkProfile {
     pub libraries: Vec<LibraryRef>,
     /// Every `jdk.CPUTimeSample`, in file order.
     pub samples: Vec<Sample>,
-    /// Sum of `lostSamples` of the `jdk.CPUTimeSamplesLost` events.
-    pub lost_samples: u64,
+    /// Every `jdk.ExecutionSample` (the JDK's own sampler; no CPU time, no native frames:
+    /// `weight_ns` is 0), in file order.
+    pub execution_samples: Vec<Sample>,
+    /// Every `jdk.CPUTimeSamplesLost`, in file order.
+    pub lost: Vec<Lost>,
+    /// Whether `jdk.CPUTimeSample` has a `nativeStackTrace` field here (jfr-native's events;
+    /// the JDK's own have none).
+    pub native_field: bool,
 }
 
 impl ChunkProfile {
@@ -72,12 +98,19 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
     let sample_class = md.class_by_name("jdk.CPUTimeSample");
     let library_class = md.class_by_name("jdk.NativeLibrary");
     let lost_class = md.class_by_name("jdk.CPUTimeSamplesLost");
+    let execution_class = md.class_by_name("jdk.ExecutionSample");
     let view = View::new(chunk);
-    let mut profile = ChunkProfile::default();
+    let mut profile = ChunkProfile {
+        native_field: sample_class.is_some_and(|c| c.field_index("nativeStackTrace").is_some()),
+        ..ChunkProfile::default()
+    };
     let period_unit = sample_class
         .and_then(|c| timespan_unit(&md.root, &c.name, "samplingPeriod"))
         .unwrap_or_else(|| "TICKS".to_string());
-    let mut java_stacks: FxHashMap<u64, Arc<[JavaFrame]>> = FxHashMap::default();
+    let lost_cpu_unit = lost_class
+        .and_then(|c| timespan_unit(&md.root, &c.name, "lostCpuTime"))
+        .unwrap_or_else(|| "TICKS".to_string());
+    let mut java_stacks: FxHashMap<u64, (Arc<[JavaFrame]>, bool)> = FxHashMap::default();
     let mut native_stacks: FxHashMap<u64, (Arc<[u64]>, bool)> = FxHashMap::default();
     for record in chunk.records() {
         let record = record?;
@@ -104,18 +137,37 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
             });
         } else if let Some(class) = lost_class.filter(|c| c.id == record.type_id) {
             let fields = view.event_fields(&record, class)?;
-            let lost = class
-                .field_index("lostSamples")
-                .and_then(|i| fields.get(i))
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            profile.lost_samples += lost.max(0) as u64;
-        } else if let Some(class) = sample_class.filter(|c| c.id == record.type_id) {
+            let get = |name: &str| class.field_index(name).and_then(|i| fields.get(i));
+            let lost = get("lostSamples").and_then(Value::as_i64).unwrap_or(0);
+            profile.lost.push(Lost {
+                start_ticks: get("startTime").and_then(Value::as_i64).unwrap_or(0),
+                thread: get("eventThread").and_then(|v| view.thread_name(v)),
+                samples: lost.max(0) as u64,
+                cpu_ns: get("lostCpuTime")
+                    .and_then(Value::as_i64)
+                    .map(|v| to_nanos(v, &lost_cpu_unit, chunk.header.ticks_per_second)),
+                reason: get("reason")
+                    .and_then(|v| view.string(v))
+                    .filter(|r| !r.is_empty()),
+            });
+        } else if let Some((class, execution)) = sample_class
+            .filter(|c| c.id == record.type_id)
+            .map(|c| (c, false))
+            .or_else(|| {
+                execution_class
+                    .filter(|c| c.id == record.type_id)
+                    .map(|c| (c, true))
+            })
+        {
             let fields = view.event_fields(&record, class)?;
             let get = |name: &str| class.field_index(name).and_then(|i| fields.get(i));
-            let period = get("samplingPeriod").and_then(Value::as_i64).unwrap_or(0);
-            let weight_ns = to_nanos(period, &period_unit, chunk.header.ticks_per_second);
-            let java = match get("stackTrace") {
+            let weight_ns = if execution {
+                0
+            } else {
+                let period = get("samplingPeriod").and_then(Value::as_i64).unwrap_or(0);
+                to_nanos(period, &period_unit, chunk.header.ticks_per_second)
+            };
+            let (java, java_truncated) = match get("stackTrace") {
                 Some(Value::Ref { key, .. }) => java_stacks
                     .entry(*key)
                     .or_insert_with(|| view.java_stack(get("stackTrace")))
@@ -129,16 +181,25 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
                     .clone(),
                 other => view.native_stack(other),
             };
-            profile.samples.push(Sample {
+            let thread = get("eventThread")
+                .or_else(|| get("sampledThread"))
+                .and_then(|v| view.thread_name(v));
+            let sample = Sample {
                 record_offset: record.offset,
                 start_ticks: get("startTime").and_then(Value::as_i64).unwrap_or(0),
-                thread: get("eventThread").and_then(|v| view.thread_name(v)),
+                thread,
                 weight_ns,
                 failed: get("failed").and_then(Value::as_bool).unwrap_or(false),
                 java,
+                java_truncated,
                 native,
                 native_truncated,
-            });
+            };
+            if execution {
+                profile.execution_samples.push(sample);
+            } else {
+                profile.samples.push(sample);
+            }
         }
     }
     profile.libraries.sort_by_key(|l| l.base);
@@ -251,12 +312,19 @@ impl<'c, 'a> View<'c, 'a> {
             .find_map(|f| self.string(self.field_of(thread, "java.lang.Thread", f)?))
     }
 
-    fn java_stack(&self, stack: Option<&Value>) -> Arc<[JavaFrame]> {
+    fn java_stack(&self, stack: Option<&Value>) -> (Arc<[JavaFrame]>, bool) {
+        let truncated = stack
+            .and_then(|s| self.field_of(s, "jdk.types.StackTrace", "truncated"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let frames = stack.and_then(|s| self.field_of(s, "jdk.types.StackTrace", "frames"));
         let Some(Value::Array(frames)) = frames else {
-            return Arc::from([]);
+            return (Arc::from([]), truncated);
         };
-        frames.iter().map(|f| self.java_frame(f)).collect()
+        (
+            frames.iter().map(|f| self.java_frame(f)).collect(),
+            truncated,
+        )
     }
 
     fn java_frame(&self, frame: &Value) -> JavaFrame {
@@ -270,6 +338,9 @@ impl<'c, 'a> View<'c, 'a> {
             class,
             method: method
                 .and_then(|m| self.field_of(m, "jdk.types.Method", "name"))
+                .and_then(|n| self.string(n)),
+            descriptor: method
+                .and_then(|m| self.field_of(m, "jdk.types.Method", "descriptor"))
                 .and_then(|n| self.string(n)),
             line: self
                 .field_of(frame, "jdk.types.StackFrame", "lineNumber")

@@ -8,8 +8,10 @@ use std::sync::{Arc, OnceLock};
 use rustc_hash::FxHashMap;
 
 use crate::elf::debug_file;
+use crate::elf::debuginfod::Debuginfod;
 use crate::elf::dwarf::Dwarf;
 use crate::elf::image::{hex, ElfImage};
+use crate::elf::minidebuginfo::MiniDebugInfo;
 use crate::elf::symbols::SymbolTable;
 
 /// A library as the recording lists it (`jdk.NativeLibrary`).
@@ -38,6 +40,11 @@ pub struct Options {
     pub search_dirs: Vec<PathBuf>,
     /// Read DWARF for inline chains and lines.
     pub dwarf: bool,
+    /// debuginfod servers asked for the debug file of a library without DWARF when none was
+    /// found on disk (by build-id under `debug_dirs`, then by `.gnu_debuglink`). `None` (the
+    /// default): no request is made; [`Debuginfod::from_env`] gives what `DEBUGINFOD_URLS`
+    /// and the other variables of elfutils' client say, as `jfr-symbolize` uses it.
+    pub debuginfod: Option<Debuginfod>,
 }
 
 impl Default for Options {
@@ -46,6 +53,7 @@ impl Default for Options {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             search_dirs: Vec::new(),
             dwarf: true,
+            debuginfod: None,
         }
     }
 }
@@ -54,8 +62,10 @@ impl Default for Options {
 /// then the function it was inlined into.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
-    /// What to show: the function, or `lib+0xADDR` (a function start from `.eh_frame`, else
-    /// the PC's own ELF address), or `[unknown]` outside every library.
+    /// What to show: the function; where no symbol holds the PC, the nearest symbol below the
+    /// function's start with the offset from it (`deflateEnd+0x3f0`, not `named`), or
+    /// `lib+0xADDR` when there is none (a function start from `.eh_frame`, else the PC's own
+    /// ELF address); `[unknown]` outside every library.
     pub name: Arc<str>,
     /// Whether `name` is a real function name.
     pub named: bool,
@@ -92,6 +102,9 @@ struct Loaded {
     /// Gives segments and `.eh_frame`; `None` if the library itself was not usable.
     file: Option<ElfImage>,
     debug: Option<ElfImage>,
+    /// The library's `.dynsym` merged with its MiniDebugInfo, read only when neither the
+    /// library nor a debug file has a `.symtab`.
+    mini: Option<MiniDebugInfo>,
     dwarf: OnceLock<Option<Dwarf>>,
 }
 
@@ -101,6 +114,9 @@ impl Loaded {
     }
 
     fn symbols(&self) -> Option<(&SymbolTable, &[u8])> {
+        if let Some(mini) = &self.mini {
+            return Some(mini.symbols());
+        }
         let from = match (&self.file, &self.debug) {
             (Some(f), Some(d)) if !f.has_symtab && d.has_symtab => d,
             (Some(f), _) => f,
@@ -267,8 +283,25 @@ impl Symbolizer {
                 let start = loaded
                     .file
                     .as_ref()
-                    .and_then(|f| f.function_starts().containing(probe));
-                Arc::from(format!("{}+{:#x}", loaded.short, start.unwrap_or(probe)).as_str())
+                    .and_then(|f| f.function_starts().containing(probe))
+                    .unwrap_or(probe);
+                // No symbol holds it (a static function of a library with only exported
+                // symbols): the nearest symbol below, with the offset of the function from it
+                // (`deflateEnd+0x3f0`), says where it is; else the library and the address.
+                let nearest = loaded.symbols().and_then(|(table, bytes)| {
+                    let (at, raw) = table.nearest_below(start, bytes)?;
+                    let raw = String::from_utf8_lossy(raw);
+                    Some(format!(
+                        "{}+{:#x}",
+                        addr2line::demangle_auto(raw, None),
+                        start - at
+                    ))
+                });
+                Arc::from(
+                    nearest
+                        .unwrap_or_else(|| format!("{}+{start:#x}", loaded.short))
+                        .as_str(),
+                )
             }
         };
         if dwarf_frames.is_empty() {
@@ -308,8 +341,8 @@ impl Symbolizer {
         if let Some(&id) = self.by_identity.get(&identity) {
             return id;
         }
-        let (loaded, problem) = open_library(library, &self.options);
-        if let Some(reason) = problem {
+        let (loaded, problems) = open_library(library, &self.options);
+        for reason in problems {
             self.problems.push(Problem {
                 library: library.path.clone(),
                 reason,
@@ -332,8 +365,9 @@ fn unknown_frame(name: &str) -> Frame {
     }
 }
 
-/// Opens a library and its debug file; the second value says what is missing, if anything.
-fn open_library(library: &LibraryRef, options: &Options) -> (Loaded, Option<String>) {
+/// Opens a library and its debug file; the second value says what is missing or damaged, one
+/// line each.
+fn open_library(library: &LibraryRef, options: &Options) -> (Loaded, Vec<String>) {
     let recorded = Path::new(&library.path);
     let short: Arc<str> = Arc::from(
         recorded
@@ -348,9 +382,10 @@ fn open_library(library: &LibraryRef, options: &Options) -> (Loaded, Option<Stri
                 short,
                 file: None,
                 debug: None,
+                mini: None,
                 dwarf: OnceLock::new(),
             },
-            Some("mapped by the kernel, not a file: its frames keep their offsets".into()),
+            vec!["mapped by the kernel, not a file: its frames keep their offsets".into()],
         );
     }
     let expected: Option<Vec<u8>> = library.build_id.as_deref().and_then(unhex);
@@ -393,22 +428,44 @@ fn open_library(library: &LibraryRef, options: &Options) -> (Loaded, Option<Stri
         file.as_ref().map_or(recorded, |f| f.path.as_path()),
         &options.debug_dirs,
     );
+    let mut problems = Vec::new();
+    let mut debug = found.map(|(image, _)| image);
+    // Not on disk: debuginfod, for a library whose DWARF is not in the file itself.
+    if let (None, Some(server), Some(id)) = (&debug, &options.debuginfod, &own_id) {
+        if !file.as_ref().is_some_and(|f| f.has_dwarf) {
+            match server.find(id) {
+                Ok(image) => debug = Some(image),
+                Err(e) => problems.push(e),
+            }
+        }
+    }
     // Without the library (gone, or another build), a debug file found by the recorded
     // build-id still has its segments, symbols and DWARF: nothing is missing then.
-    let debug = found.map(|(image, _)| image);
-    let problem = (file.is_none() && debug.is_none()).then(|| {
-        mismatch
+    if file.is_none() && debug.is_none() {
+        let missing = mismatch
             .or(open_error)
-            .unwrap_or_else(|| "not found".to_string())
-    });
+            .unwrap_or_else(|| "not found".to_string());
+        problems.insert(0, missing);
+    }
+    // MiniDebugInfo names static functions where nothing better does.
+    let mut mini = None;
+    if let Some(f) = file.as_ref().filter(|f| !f.has_symtab) {
+        if !debug.as_ref().is_some_and(|d| d.has_symtab) {
+            match MiniDebugInfo::load(f) {
+                Ok(m) => mini = m,
+                Err(e) => problems.push(e),
+            }
+        }
+    }
     (
         Loaded {
             short,
             file,
             debug,
+            mini,
             dwarf: OnceLock::new(),
         },
-        problem,
+        problems,
     )
 }
 

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use jfr_writer::leb128::{record_size, write_i64, write_u64};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::jfr::chunk::{Pools, HEADER_SIZE};
 use crate::jfr::cursor::JString;
@@ -163,25 +163,49 @@ fn symbolization_class(id: u64, class_id: &dyn Fn(&str) -> Option<String>) -> Op
 }
 
 /// First key of the constants the rewrite adds. The JDK reader reuses the previous chunk's
-/// value for any (type, key) the next chunk also defines (format notes §9), so new keys must
-/// never repeat in the file, nor meet the input's own keys: they come from one counter for the
-/// whole file, in a range far above the keys writers use (sequential ids; HotSpot's method ids
-/// stay below 2^40).
+/// value for any (type, key) the next chunk also defines (format notes §9), so a new key must
+/// stand for one value in the whole file, and never meet the input's own keys: they come from
+/// one counter for the whole file, in a range far above the keys writers use (sequential ids;
+/// HotSpot's method ids stay below 2^40).
 pub const FIRST_NEW_KEY: u64 = 1 << 48;
 
-/// New constants of one chunk.
-struct NewConstants<'m> {
-    md: &'m Metadata,
+/// The keys of the constants that name native functions, kept for the whole file: a function
+/// has one method key (and its library one class key) in every chunk, as the JDK keeps a Java
+/// method's, so that views which group by method (`jfr view cpu-time-hot-methods`) merge it
+/// across chunks. Each chunk still defines every constant it uses, for readers that read
+/// chunks alone (JMC).
+#[derive(Debug)]
+pub struct FileKeys {
     next_key: u64,
-    entries: FxHashMap<u64, Vec<(u64, Value)>>,
     symbols: FxHashMap<Arc<str>, u64>,
     classes: FxHashMap<Arc<str>, u64>,
-    methods: FxHashMap<(u64, Arc<str>), u64>,
+    methods: FxHashMap<(Arc<str>, Arc<str>), u64>,
+}
+
+impl Default for FileKeys {
+    fn default() -> FileKeys {
+        FileKeys {
+            next_key: FIRST_NEW_KEY,
+            symbols: FxHashMap::default(),
+            classes: FxHashMap::default(),
+            methods: FxHashMap::default(),
+        }
+    }
+}
+
+/// New constants of one chunk.
+struct NewConstants<'m, 'k> {
+    md: &'m Metadata,
+    pools: &'m Pools,
+    keys: &'k mut FileKeys,
+    entries: FxHashMap<u64, Vec<(u64, Value)>>,
+    /// (class id, key) of the constants this chunk defines.
+    defined: FxHashSet<(u64, u64)>,
     native_type: Option<u64>,
 }
 
-impl<'m> NewConstants<'m> {
-    fn new(md: &'m Metadata, pools: &Pools, next_key: u64) -> NewConstants<'m> {
+impl<'m, 'k> NewConstants<'m, 'k> {
+    fn new(md: &'m Metadata, pools: &'m Pools, keys: &'k mut FileKeys) -> NewConstants<'m, 'k> {
         // Above the input's keys too, should a writer use this range.
         let input_max = pools
             .values()
@@ -189,16 +213,52 @@ impl<'m> NewConstants<'m> {
             .max()
             .copied()
             .unwrap_or(0);
-        let next_key = next_key.max(input_max.saturating_add(1));
+        keys.next_key = keys.next_key.max(input_max.saturating_add(1));
         NewConstants {
             md,
-            next_key,
+            pools,
+            keys,
             entries: FxHashMap::default(),
-            symbols: FxHashMap::default(),
-            classes: FxHashMap::default(),
-            methods: FxHashMap::default(),
+            defined: FxHashSet::default(),
             native_type: None,
         }
+    }
+
+    fn fresh_key(&mut self) -> u64 {
+        let k = self.keys.next_key;
+        self.keys.next_key += 1;
+        k
+    }
+
+    /// Defines in this chunk the constant of `class_name` that the file keeps under `kept`
+    /// (a key given before, or none yet), and returns its key. A kept key that the input's own
+    /// pool of that class uses in this chunk gives way to a fresh one.
+    fn define_kept(
+        &mut self,
+        class_name: &str,
+        kept: Option<u64>,
+        fields: &[(&str, Value)],
+    ) -> u64 {
+        let Some(class) = self.md.class_by_name(class_name) else {
+            return 0;
+        };
+        let clashes = |k: u64| {
+            self.pools
+                .get(&class.id)
+                .is_some_and(|p| p.contains_key(&k))
+        };
+        let key = match kept {
+            Some(k) if !clashes(k) => k,
+            _ => self.fresh_key(),
+        };
+        if self.defined.insert((class.id, key)) {
+            let values = struct_of(class, fields);
+            self.entries
+                .entry(class.id)
+                .or_default()
+                .push((key, values));
+        }
+        key
     }
 
     fn add(&mut self, class_name: &str, fields: &[(&str, Value)]) -> u64 {
@@ -206,8 +266,8 @@ impl<'m> NewConstants<'m> {
             return 0;
         };
         let values = struct_of(class, fields);
-        let k = self.next_key;
-        self.next_key += 1;
+        let k = self.fresh_key();
+        self.defined.insert((class.id, k));
         self.entries.entry(class.id).or_default().push((k, values));
         k
     }
@@ -220,65 +280,41 @@ impl<'m> NewConstants<'m> {
     }
 
     fn symbol(&mut self, s: &Arc<str>) -> Value {
-        let key = match self.symbols.get(s) {
-            Some(&k) => k,
-            None => {
-                let k = self.add(
-                    "jdk.types.Symbol",
-                    &[("string", Value::Str(JString::Text(s.to_string())))],
-                );
-                self.symbols.insert(s.clone(), k);
-                k
-            }
-        };
+        let kept = self.keys.symbols.get(s).copied();
+        let string = Value::Str(JString::Text(s.to_string()));
+        let key = self.define_kept("jdk.types.Symbol", kept, &[("string", string)]);
+        self.keys.symbols.entry(s.clone()).or_insert(key);
         self.reference("jdk.types.Symbol", key)
     }
 
     fn class(&mut self, library: &Arc<str>) -> Value {
-        let key = match self.classes.get(library) {
-            Some(&k) => k,
-            None => {
-                let name = self.symbol(library);
-                let k = self.add(
-                    "java.lang.Class",
-                    &[
-                        ("name", name),
-                        ("modifiers", Value::Int(0)),
-                        ("hidden", Value::Bool(false)),
-                    ],
-                );
-                self.classes.insert(library.clone(), k);
-                k
-            }
-        };
+        let name = self.symbol(library);
+        let kept = self.keys.classes.get(library).copied();
+        let fields = [
+            ("name", name),
+            ("modifiers", Value::Int(0)),
+            ("hidden", Value::Bool(false)),
+        ];
+        let key = self.define_kept("java.lang.Class", kept, &fields);
+        self.keys.classes.entry(library.clone()).or_insert(key);
         self.reference("java.lang.Class", key)
     }
 
     fn method(&mut self, library: &Arc<str>, function: &Arc<str>) -> Value {
         let class = self.class(library);
-        let class_key = match class {
-            Value::Ref { key, .. } => key,
-            _ => 0,
-        };
-        let key = match self.methods.get(&(class_key, function.clone())) {
-            Some(&k) => k,
-            None => {
-                let name = self.symbol(function);
-                let descriptor = self.symbol(&Arc::from("()V"));
-                let k = self.add(
-                    "jdk.types.Method",
-                    &[
-                        ("type", class),
-                        ("name", name),
-                        ("descriptor", descriptor),
-                        ("modifiers", Value::Int(0x100)),
-                        ("hidden", Value::Bool(false)),
-                    ],
-                );
-                self.methods.insert((class_key, function.clone()), k);
-                k
-            }
-        };
+        let name = self.symbol(function);
+        let descriptor = self.symbol(&Arc::from("()V"));
+        let id = (library.clone(), function.clone());
+        let kept = self.keys.methods.get(&id).copied();
+        let fields = [
+            ("type", class),
+            ("name", name),
+            ("descriptor", descriptor),
+            ("modifiers", Value::Int(0x100)),
+            ("hidden", Value::Bool(false)),
+        ];
+        let key = self.define_kept("jdk.types.Method", kept, &fields);
+        self.keys.methods.entry(id).or_insert(key);
         self.reference("jdk.types.Method", key)
     }
 
@@ -308,7 +344,7 @@ impl<'m> NewConstants<'m> {
     }
 }
 
-fn frame_type_native(chunk: &Chunk<'_>, constants: &mut NewConstants<'_>) -> Value {
+fn frame_type_native(chunk: &Chunk<'_>, constants: &mut NewConstants<'_, '_>) -> Value {
     let Some(class) = chunk.metadata.class_by_name("jdk.types.FrameType") else {
         return Value::Ref {
             class_id: 0,
@@ -360,14 +396,14 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// Writes the symbolized copy of `chunk` to `out`. `last` marks the final chunk of the output;
-/// `next_key` is the file's counter of new constant keys (start at [`FIRST_NEW_KEY`]).
+/// `keys` holds the new constants' keys of the whole file (one [`FileKeys`] per output file).
 pub fn rewrite_chunk(
     chunk: &Chunk<'_>,
     profile: &ChunkProfile,
     symbolizer: &mut Symbolizer,
     tool: &str,
     last: bool,
-    next_key: &mut u64,
+    keys: &mut FileKeys,
     out: &mut Vec<u8>,
 ) -> Result<ChunkStats, ReadError> {
     let start = out.len();
@@ -377,7 +413,7 @@ pub fn rewrite_chunk(
     };
     let output_md = OutputMetadata::new(&chunk.metadata).map_err(md_error)?;
     let md = &output_md.metadata;
-    let mut constants = NewConstants::new(md, &chunk.pools, *next_key);
+    let mut constants = NewConstants::new(md, &chunk.pools, keys);
     let native_type = frame_type_native(chunk, &mut constants);
     let view = View::new(chunk);
     let sample_class = chunk.metadata.class_by_name("jdk.CPUTimeSample");
@@ -472,7 +508,6 @@ pub fn rewrite_chunk(
             _ => body.extend_from_slice(record.bytes),
         }
     }
-    *next_key = constants.next_key;
     let here = body.len();
     if let Some(payload) = constants.checkpoint_payload(
         chunk.header.start_ticks,
@@ -529,7 +564,7 @@ fn native_stack(
     chunk: &Chunk<'_>,
     profile: &ChunkProfile,
     symbolizer: &mut Symbolizer,
-    constants: &mut NewConstants<'_>,
+    constants: &mut NewConstants<'_, '_>,
     native_type: &Value,
     sample: &crate::profile::Sample,
     java_trace: Option<&Value>,
@@ -582,12 +617,18 @@ fn native_stack(
 }
 
 fn native_frame(
-    constants: &mut NewConstants<'_>,
+    constants: &mut NewConstants<'_, '_>,
     native_type: &Value,
     library: &Arc<str>,
     frame: &Frame,
 ) -> Value {
-    let method = constants.method(library, &frame.name);
+    // The library is the method's class: a name made of the library and an address says it
+    // once (`libz.so.1` `0x4970`, not `libz.so.1` `libz.so.1+0x4970`).
+    let name = match frame.name.strip_prefix(library.as_ref()) {
+        Some(rest) if !frame.named && rest.starts_with("+0x") => Arc::from(&rest[1..]),
+        _ => frame.name.clone(),
+    };
+    let method = constants.method(library, &name);
     let fields = [
         ("method", method),
         ("lineNumber", Value::Int(frame.line.map_or(-1, i64::from))),

@@ -280,6 +280,7 @@ impl Fixture {
             lost_samples: lost,
             thread: thread.map(|t| t.id),
             reason,
+            lost_cpu_ns: u64::try_from(lost).unwrap_or(0) * 10_000_000,
         });
         self.count(EventType::CpuTimeSamplesLost);
         self.expected.reading.lost.push(lost_line(
@@ -575,6 +576,84 @@ pub fn lost_samples() -> Case {
     f.finish("lost_samples", 5_000)
 }
 
+/// Every way a sample can lack part of its stack, beside whole ones and lost samples: what the
+/// reports must count to the last nanosecond.
+pub fn report_totals() -> Case {
+    let mut f = Fixture::new(NativeStackEncoding::Pooled);
+    let m = methods(&mut f);
+    let main = f.thread(1001, "main", 1);
+    let worker = f.thread(1002, "worker-0", 20);
+    f.context(0);
+    libraries(&mut f, 0);
+    let hot = [
+        frame(m.compute, -1, -3, FrameType::Native),
+        frame(m.run, 12, 5, FrameType::JitCompiled),
+        frame(m.main, 3, 0, FrameType::Interpreted),
+    ];
+    let chain = [DEMO + 0x1130, DEMO + 0x1187, DEMO + 0x11c2, DEMO + 0x1205];
+    // Whole: Java and native frames.
+    f.sample(
+        100,
+        &main,
+        Some((&hot, false)),
+        Some((&chain, false)),
+        10_000,
+        false,
+    );
+    f.sample(
+        200,
+        &main,
+        Some((&hot, false)),
+        Some((&chain, false)),
+        20_000,
+        false,
+    );
+    // Native walk stopped before the Java frames.
+    let cut = [LIBC + 0x15_d4a0, DEMO + 0x12f0];
+    f.sample(
+        300,
+        &main,
+        Some((&hot, false)),
+        Some((&cut, true)),
+        30_000,
+        false,
+    );
+    // Native walk stopped before its first frame.
+    f.sample(
+        400,
+        &main,
+        Some((&hot, false)),
+        Some((&[], true)),
+        10_000,
+        false,
+    );
+    // Java stack truncated, no native frames.
+    f.sample(
+        500,
+        &worker,
+        Some((&hot[1..], true)),
+        Some((&[], false)),
+        10_000,
+        false,
+    );
+    // No Java stack (failed), native frames only.
+    f.sample(600, &worker, None, Some((&chain, false)), 40_000, true);
+    // No stack at all (failed, no native frames).
+    f.sample(700, &worker, None, None, 10_000, true);
+    // Not failed, no Java frames (native code outside any Java call).
+    f.sample(
+        800,
+        &worker,
+        Some((&[], false)),
+        Some((&chain[..2], false)),
+        10_000,
+        false,
+    );
+    f.lost(900, 3, Some(&main), "sample buffer full");
+    f.lost(950, 2, Some(&worker), "too little stack left");
+    f.finish("report_totals", 1_000)
+}
+
 /// Every golden case.
 pub fn all_cases() -> Vec<Case> {
     vec![
@@ -582,5 +661,6 @@ pub fn all_cases() -> Vec<Case> {
         single_chunk(NativeStackEncoding::Inline),
         two_chunks(),
         lost_samples(),
+        report_totals(),
     ]
 }

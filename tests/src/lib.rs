@@ -1,6 +1,7 @@
 //! Helpers for the workspace integration tests: the golden JFR cases, the JDKs the oracles run
 //! on, the independent readers the tests compare against, and the stress and parity programs.
 
+pub mod flame;
 pub mod golden;
 pub mod jdk;
 pub mod natives;

@@ -26,6 +26,10 @@ pub struct SymLibs {
     pub zlib: PathBuf,
     /// `dwarf` with zstd-compressed DWARF.
     pub zstd: PathBuf,
+    /// `stripped` plus MiniDebugInfo (`.gnu_debugdata`), made as Fedora's `find-debuginfo`
+    /// makes it: the debug file's function symbols that `.dynsym` lacks, in an ELF file of
+    /// symbols only, xz-compressed.
+    pub mini: PathBuf,
     /// The build-id of `dwarf`, hex.
     pub build_id: String,
 }
@@ -113,6 +117,8 @@ fn build() -> Result<SymLibs, String> {
             .arg(&dwarf)
             .arg(out))?;
     }
+    let mini = dir.join("libsym-mini.so");
+    add_mini_debuginfo(&stripped, &by_id, &dir.join("mini-work"), &mini)?;
     Ok(SymLibs {
         dir,
         dwarf,
@@ -122,8 +128,71 @@ fn build() -> Result<SymLibs, String> {
         debug_root,
         zlib,
         zstd,
+        mini,
         build_id,
     })
+}
+
+/// Writes `out`: `stripped` with a `.gnu_debugdata` section made from `debug` (its debug
+/// file), with `work` for the intermediate files.
+fn add_mini_debuginfo(
+    stripped: &Path,
+    debug: &Path,
+    work: &Path,
+    out: &Path,
+) -> Result<(), String> {
+    use std::collections::BTreeSet;
+    std::fs::create_dir_all(work).map_err(|e| e.to_string())?;
+    // Names `.dynsym` defines (posix format: the name first).
+    let exported: BTreeSet<String> = sh(Command::new("nm")
+        .args(["-D", "--format=posix", "--defined-only"])
+        .arg(stripped))?
+    .lines()
+    .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+    .collect();
+    // Function symbols of the debug file (sysv format: `name|value|class|type|...`).
+    let functions: BTreeSet<String> = sh(Command::new("nm")
+        .args(["--format=sysv", "--defined-only"])
+        .arg(debug))?
+    .lines()
+    .filter_map(|l| {
+        let fields: Vec<&str> = l.split('|').map(str::trim).collect();
+        (fields.len() > 3 && fields[3] == "FUNC").then(|| fields[0].to_string())
+    })
+    .collect();
+    let keep: Vec<&str> = functions
+        .difference(&exported)
+        .map(String::as_str)
+        .collect();
+    if keep.is_empty() {
+        return Err(format!(
+            "{}: no function symbol missing from .dynsym",
+            debug.display()
+        ));
+    }
+    let keep_file = work.join("keep_symbols");
+    std::fs::write(&keep_file, keep.join("\n") + "\n").map_err(|e| e.to_string())?;
+    let symbols_only = work.join("mini_debuginfo");
+    sh(Command::new("objcopy")
+        .args([
+            "-S",
+            "--remove-section",
+            ".gdb_index",
+            "--remove-section",
+            ".comment",
+        ])
+        .arg(format!("--keep-symbols={}", keep_file.display()))
+        .arg(debug)
+        .arg(&symbols_only))?;
+    sh(Command::new("xz").arg("-f").arg(&symbols_only))?;
+    sh(Command::new("objcopy")
+        .arg(format!(
+            "--add-section=.gnu_debugdata={}.xz",
+            symbols_only.display()
+        ))
+        .arg(stripped)
+        .arg(out))?;
+    Ok(())
 }
 
 /// The GNU build-id of `elf`, hex, from `readelf -n`.

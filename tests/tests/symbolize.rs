@@ -312,24 +312,54 @@ fn return_addresses_are_looked_up_one_byte_back_and_shown_as_recorded() {
     assert_eq!(leaf.frames.last().unwrap().name.as_ref(), "sym_after_call");
 }
 
+/// A function no symbol holds (a static function of a library with only `.dynsym`) is named
+/// after the nearest exported symbol below its start, with its offset from it, and marked as
+/// not named: never the neighbour's bare name.
 #[test]
-fn stripped_code_gets_its_function_start_never_a_neighbours_name() {
+fn stripped_code_gets_the_nearest_exported_symbol_with_an_offset() {
     let libs = sym_libs();
     let fns = functions(&libs.dwarf);
     let start_of = |name: &str| fns.iter().find(|f| f.2 == name).unwrap().clone();
+    // The exported functions, from `nm -D` (sized functions and IFUNCs).
+    let dynsym = tests::readers::run(
+        std::process::Command::new("nm")
+            .args(["-D", "-S", "--defined-only"])
+            .arg(&libs.stripped),
+    )
+    .unwrap();
+    let exported: Vec<(u64, String)> = dynsym
+        .lines()
+        .filter_map(
+            |l| match l.split_whitespace().collect::<Vec<_>>().as_slice() {
+                [addr, _size, kind, name] if matches!(*kind, "T" | "t" | "i" | "W") => {
+                    Some((u64::from_str_radix(addr, 16).ok()?, name.to_string()))
+                }
+                _ => None,
+            },
+        )
+        .collect();
+    assert!(exported.len() >= 3, "{dynsym}");
     let mut s = symbolizer(&[]);
     let lib = library(&libs.stripped, None);
     for local in ["sym_hidden", "sym_impl_a", "sym_impl_b"] {
         let (start, end, _) = start_of(local);
+        assert!(
+            exported.iter().all(|(_, n)| n != local),
+            "{local} is exported"
+        );
+        let expected = match exported
+            .iter()
+            .filter(|(a, _)| *a <= start)
+            .max_by_key(|(a, _)| *a)
+        {
+            Some((at, name)) => format!("{name}+{:#x}", start - at),
+            None => format!("libsym-stripped.so+{start:#x}"),
+        };
         for a in [start, (start + end) / 2, end - 1] {
             let got = s.resolve(Some(&lib), BASE + a, true);
             assert_eq!(got.frames.len(), 1);
             assert!(!got.frames[0].named, "{local} at {a:#x} got a name");
-            assert_eq!(
-                got.frames[0].name.as_ref(),
-                format!("libsym-stripped.so+{start:#x}"),
-                "{local} at {a:#x}"
-            );
+            assert_eq!(got.frames[0].name.as_ref(), expected, "{local} at {a:#x}");
         }
     }
     // Exported functions keep their .dynsym names, the IFUNC included.

@@ -43,6 +43,7 @@ fn recording(jdk: &Jdk) -> PathBuf {
 
 fn symbolize(args: &[&str]) -> Output {
     Command::new(tool_binary("jfr-symbolize"))
+        .env_remove("DEBUGINFOD_URLS")
         .args(args)
         .output()
         .unwrap()
@@ -315,6 +316,38 @@ fn damaged_input_keeps_the_chunks_before_the_damage() {
         "{summary}"
     );
 
+    // Every other format too: what the chunks before the damage give (the same as a file of
+    // just those chunks), and exit 2.
+    let intact = out_dir().join("damaged-intact-prefix.jfr");
+    std::fs::write(&intact, &bytes[..last.offset as usize]).unwrap();
+    for ext in ["collapsed", "json", "txt", "svg"] {
+        let from_damaged = out_dir().join(format!("damaged-out.{ext}"));
+        let out = symbolize(&[
+            damaged.to_str().unwrap(),
+            "-o",
+            from_damaged.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{ext}");
+        let from_intact = out_dir().join(format!("intact-out.{ext}"));
+        let out = symbolize(&[
+            intact.to_str().unwrap(),
+            "-o",
+            from_intact.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{ext}");
+        let damaged_text = std::fs::read_to_string(&from_damaged)
+            .unwrap()
+            .replace(damaged.to_str().unwrap(), "INPUT");
+        let intact_text = std::fs::read_to_string(&from_intact)
+            .unwrap()
+            .replace(intact.to_str().unwrap(), "INPUT");
+        assert!(damaged_text.contains("level3"), "{ext}: {damaged_text}");
+        assert!(
+            damaged_text == intact_text,
+            "{ext}: the damaged file's output differs"
+        );
+    }
+
     let garbage = out_dir().join("garbage.jfr");
     std::fs::write(&garbage, b"this is not a recording").unwrap();
     let out = symbolize(&[garbage.to_str().unwrap()]);
@@ -525,4 +558,189 @@ fn lost_samples_are_counted_as_the_jdk_reads_them() {
     let out = symbolize(&[golden.to_str().unwrap(), "--format", "json"]);
     let ours: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(ours["lostSamples"].as_i64(), Some(expected));
+}
+
+/// `jfr view` groups by method: a native function must have one method in the whole file, not
+/// one per chunk, to be listed once.
+#[test]
+fn jfr_view_lists_each_native_function_once_across_chunks() {
+    let Some(jdk) = oracle_jdks().into_iter().find(|j| j.major >= 21) else {
+        panic!("jfr view needs JDK 21 or later");
+    };
+    let input = recording(&jdk);
+    let output = out_dir().join("view-sym.jfr");
+    let out = symbolize(&[input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+    assert!(out.status.success());
+    let summary = run(Command::new(jdk.tool("jfr")).arg("summary").arg(&output)).unwrap();
+    let chunks = summary
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Chunks:"))
+        .and_then(|n| n.trim().parse::<u32>().ok())
+        .unwrap_or(0);
+    assert!(chunks >= 3, "{chunks} chunks: {summary}");
+    let view = run(Command::new(jdk.tool("jfr"))
+        .args(["view", "--width", "250", "cpu-time-hot-methods"])
+        .arg(&output))
+    .unwrap();
+    let natives: Vec<&str> = view
+        .lines()
+        .filter(|l| l.contains(".so"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(
+        natives.iter().any(|m| m.starts_with("libburner.so.level3")),
+        "{view}"
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for m in &natives {
+        assert!(seen.insert(*m), "{m} listed twice:\n{view}");
+        // The library is the class: a placeholder names it once.
+        assert!(m.matches(".so").count() <= 1, "{m}");
+    }
+}
+
+/// The flame graph colours each frame by its kind, as the legend says: every frame's fill is
+/// its kind's legend colour (in one of a few shades), where the kind is what the JSON view says
+/// of a frame of that name.
+#[test]
+fn the_flame_graph_colours_frames_by_kind_with_a_legend() {
+    let jdk = &oracle_jdks()[0];
+    let input = recording(jdk);
+    let svg_path = out_dir().join("kinds.svg");
+    let out = symbolize(&[input.to_str().unwrap(), "-o", svg_path.to_str().unwrap()]);
+    assert!(out.status.success());
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    let json = symbolize(&[input.to_str().unwrap(), "--format", "json"]);
+    let json: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let checked = tests::flame::kinds_by_colour(&svg, &json);
+    for kind in ["jit", "interpreted", "native", "java-native"] {
+        assert!(checked.contains_key(kind), "no {kind} frame: {checked:?}");
+    }
+    assert!(checked.len() >= 4, "frames of only {checked:?}");
+}
+
+/// The text report's top stacks are distinct as shown (stacks that differ only in lines are
+/// merged), the JSON gives Java frames their lines, and folded stacks have no empty stack and
+/// no line twice.
+#[test]
+fn reports_show_each_stack_once_and_java_lines() {
+    let jdk = &oracle_jdks()[0];
+    let input = recording(jdk);
+    let text = symbolize(&[input.to_str().unwrap(), "--top", "30"]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    let section = text
+        .split("Top stacks")
+        .nth(1)
+        .unwrap()
+        .split("Threads by")
+        .next()
+        .unwrap();
+    // "  12.34% (56 samples)" starts a stack; its frames are indented further.
+    let mut stacks: Vec<String> = Vec::new();
+    for line in section.lines().skip(1) {
+        if line.starts_with("  ") && !line.starts_with("   ") {
+            stacks.push(String::new());
+        } else if let Some(stack) = stacks.last_mut() {
+            stack.push_str(line);
+            stack.push('\n');
+        }
+    }
+    assert!(stacks.len() >= 3, "{text}");
+    let distinct: std::collections::HashSet<_> = stacks.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        stacks.len(),
+        "a stack listed twice:\n{text}"
+    );
+
+    let json = symbolize(&[input.to_str().unwrap(), "--format", "json"]);
+    let json: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let java_lines = json["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "interpreted" || f["kind"] == "jit" || f["kind"] == "inlined")
+        .filter(|f| f["line"].as_u64().is_some_and(|l| l > 0))
+        .count();
+    assert!(java_lines > 0, "no Java frame has its line");
+
+    let folded = symbolize(&[input.to_str().unwrap(), "--format", "collapsed"]);
+    let folded = String::from_utf8(folded.stdout).unwrap();
+    let mut seen = std::collections::HashSet::new();
+    for line in folded.lines() {
+        let (stack, _) = line.rsplit_once(' ').unwrap();
+        assert!(!stack.trim().is_empty(), "an empty stack: {line:?}");
+        assert!(seen.insert(stack.to_string()), "{stack} twice");
+    }
+}
+
+/// A file the JDK wrote itself has no native stacks: with its default `profile` settings it
+/// holds only `jdk.ExecutionSample`s, whose Java profile the report gives, by count; with
+/// `jdk.CPUTimeSample` (JDK 25) it gives the CPU profile. Either way it says why there are no
+/// native frames.
+#[test]
+fn a_jdk_recording_gets_its_java_profile_and_the_hint() {
+    for jdk in oracle_jdks() {
+        let workload = tests::workload::workload_dir();
+        let mut settings = vec!["settings=profile".to_string()];
+        let mut cases = vec![("profile", settings.clone())];
+        if jdk.major >= 25 {
+            settings.push("jdk.CPUTimeSample#enabled=true".into());
+            settings.push("jdk.CPUTimeSample#throttle=10ms".into());
+            cases.push(("cpu-time", settings));
+        }
+        for (case, settings) in cases {
+            let input = out_dir().join(format!("jdk{}-{case}.jfr", jdk.major));
+            let out = Command::new(jdk.tool("java"))
+                .arg(format!(
+                    "-XX:StartFlightRecording:filename={},{}",
+                    input.display(),
+                    settings.join(",")
+                ))
+                .arg(format!("-Djava.library.path={}", workload.display()))
+                .arg("-cp")
+                .arg(&workload)
+                .args(["Burner", "1", "a:native,b:java"])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let what = format!("{} {case}", jdk.name());
+            let events = |kind: &str| -> u64 {
+                let s = run(Command::new(jdk.tool("jfr")).arg("summary").arg(&input)).unwrap();
+                s.lines()
+                    .find_map(|l| {
+                        let w: Vec<&str> = l.split_whitespace().collect();
+                        (w.first() == Some(&kind)).then(|| w[1].parse().unwrap())
+                    })
+                    .unwrap_or(0)
+            };
+            let text = symbolize(&[input.to_str().unwrap()]);
+            assert!(text.status.success(), "{what}");
+            let text = String::from_utf8(text.stdout).unwrap();
+            let java_methods = text.split("Top Java methods").nth(1).unwrap_or("");
+            assert!(java_methods.contains("Burner."), "{what}: {text}");
+            assert!(!text.contains("Top native functions"), "{what}: {text}");
+            if case == "profile" {
+                let n = events("jdk.ExecutionSample");
+                assert!(n > 0 && events("jdk.CPUTimeSample") == 0, "{what}");
+                assert!(
+                    text.contains("This file has no jdk.CPUTimeSample events")
+                        && text.contains(&format!("Execution samples: {n} samples")),
+                    "{what}: {text}"
+                );
+            } else {
+                let n = events("jdk.CPUTimeSample");
+                assert!(n > 0, "{what}");
+                assert!(
+                    text.contains("This file's CPU samples have no native stacks")
+                        && text.contains(&format!("CPU samples: {n} samples")),
+                    "{what}: {text}"
+                );
+            }
+        }
+    }
 }

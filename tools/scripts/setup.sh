@@ -16,6 +16,10 @@ command -v llvm-symbolizer >/dev/null || apt_packages+=(llvm)
 command -v objcopy >/dev/null || apt_packages+=(binutils)
 [ -d /usr/lib/debug/.build-id ] && dpkg -s libc6-dbg >/dev/null 2>&1 || apt_packages+=(libc6-dbg)
 command -v nm >/dev/null || apt_packages+=(binutils)
+# The debug-file tests serve a debug file with elfutils' debuginfod and build a MiniDebugInfo
+# section with xz, as Fedora's find-debuginfo does.
+command -v debuginfod >/dev/null || apt_packages+=(debuginfod)
+command -v xz >/dev/null || apt_packages+=(xz-utils)
 # The javac test unpacks the JDK's src.zip.
 command -v unzip >/dev/null || apt_packages+=(unzip)
 # The demo's JNI library compresses with zlib.

@@ -95,7 +95,12 @@ pub fn write(outputs: &Outputs, top: usize) -> io::Result<Summary> {
             format!("cannot read {}: {e}", outputs.recording.display()),
         )
     })?;
-    let mut symbolizer = Symbolizer::new(Options::default());
+    // Debug files from debuginfod when DEBUGINFOD_URLS names servers, as jfr-symbolize does.
+    let options = Options {
+        debuginfod: symbolize::Debuginfod::from_env(),
+        ..Options::default()
+    };
+    let mut symbolizer = Symbolizer::new(options);
     let mut jfr = create(&outputs.symbolized)?;
     let tool = format!("jfrnative {}", env!("CARGO_PKG_VERSION"));
     let outcome = symbolize::driver::run(

@@ -28,10 +28,36 @@ impl SymbolTable {
     /// file has no `.symtab`. `file_bytes` is the slice `object` parsed, so that names can be
     /// kept as offsets into it.
     pub fn read(file: &object::File<'_>, file_bytes: &[u8]) -> SymbolTable {
-        let mut entries = collect(file.symbols(), file_bytes);
-        if entries.is_empty() {
-            entries = collect(file.dynamic_symbols(), file_bytes);
+        SymbolTable::from_entries(own_entries(file, file_bytes))
+    }
+
+    /// The function symbols of several files in one table (each file's as [`SymbolTable::read`]
+    /// takes them), with the names copied into the returned buffer, which the lookups take in
+    /// place of the file's bytes. For a stripped library whose `.dynsym` has the exported
+    /// functions and whose MiniDebugInfo has the others.
+    pub fn merged(files: &[(&object::File<'_>, &[u8])]) -> (SymbolTable, Vec<u8>) {
+        let mut names = Vec::new();
+        let mut entries = Vec::new();
+        for (file, file_bytes) in files {
+            for mut e in own_entries(file, file_bytes) {
+                let from = e.name_offset as usize..(e.name_offset as usize + e.name_len as usize);
+                let Some(name) = file_bytes.get(from) else {
+                    continue;
+                };
+                // Offsets and ends are kept as u32, as for a file's own table.
+                let at = names.len();
+                if at + name.len() > u32::MAX as usize {
+                    continue;
+                }
+                names.extend_from_slice(name);
+                e.name_offset = at as u32;
+                entries.push(e);
+            }
         }
+        (SymbolTable::from_entries(entries), names)
+    }
+
+    fn from_entries(mut entries: Vec<Entry>) -> SymbolTable {
         // Deterministic among aliases: the earliest start first; at one address the preferred
         // binding (global, then weak, then local), then the shorter name, then the file order.
         entries.sort_unstable_by_key(|e| (e.start, e.rank, e.name_len, e.name_offset));
@@ -55,6 +81,15 @@ impl SymbolTable {
         self.entries.is_empty()
     }
 
+    /// The symbol that starts closest below or at `address`, whether or not it contains it:
+    /// `(start, name bytes)`. For a name of last resort, marked with the offset from it.
+    pub fn nearest_below<'a>(&self, address: u64, file_bytes: &'a [u8]) -> Option<(u64, &'a [u8])> {
+        let i = self.entries.partition_point(|e| e.start <= address);
+        let e = self.entries.get(i.checked_sub(1)?)?;
+        let name = file_bytes.get(e.name_offset as usize..(e.name_offset + e.name_len) as usize)?;
+        Some((e.start, name))
+    }
+
     /// The innermost symbol containing `address`: `(start, name bytes)`.
     pub fn lookup<'a>(&self, address: u64, file_bytes: &'a [u8]) -> Option<(u64, &'a [u8])> {
         let upper = self.entries.partition_point(|e| e.start <= address);
@@ -72,6 +107,16 @@ impl SymbolTable {
             }
         }
         None
+    }
+}
+
+/// `.symtab`'s function symbols, else `.dynsym`'s.
+fn own_entries(file: &object::File<'_>, file_bytes: &[u8]) -> Vec<Entry> {
+    let entries = collect(file.symbols(), file_bytes);
+    if entries.is_empty() {
+        collect(file.dynamic_symbols(), file_bytes)
+    } else {
+        entries
     }
 }
 

@@ -2,7 +2,9 @@
 
 use std::io::{self, Write};
 
-use super::aggregate::Aggregate;
+use rustc_hash::FxHashMap;
+
+use super::aggregate::{Aggregate, FrameKey, Source};
 
 /// What a folded line's number counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,42 +15,58 @@ pub enum Unit {
     Samples,
 }
 
-/// Writes one line per distinct stack, sorted, root first. `annotate` adds the suffixes
-/// flame graph palettes colour by: `_[j]` JIT compiled, `_[i]` inlined, `_[0]` interpreted.
-pub fn write(agg: &Aggregate, unit: Unit, annotate: bool, out: &mut dyn Write) -> io::Result<()> {
-    let mut lines: Vec<(String, u64)> = agg
-        .stacks
-        .iter()
-        .map(|(stack, w)| {
-            let mut line = String::new();
-            for (i, &id) in stack.iter().rev().enumerate() {
-                if i > 0 {
-                    line.push(';');
-                }
-                let Some(frame) = agg.frames.get_index(id as usize) else {
-                    continue;
-                };
-                // ';' separates frames; readers split the weight off at the last space, so
-                // spaces inside names (C++ signatures) are kept.
-                line.extend(frame.name.chars().map(|c| if c == ';' { ':' } else { c }));
-                if annotate {
-                    line.push_str(match frame.kind {
-                        super::Kind::Compiled => "_[j]",
-                        super::Kind::Inlined => "_[i]",
-                        super::Kind::Interpreted => "_[0]",
-                        _ => "",
-                    });
-                }
+impl Unit {
+    /// The unit that `agg` can be weighed by: a profile of execution samples has no CPU time,
+    /// so it is always counted in samples.
+    pub fn for_aggregate(self, agg: &Aggregate) -> Unit {
+        match agg.source {
+            Source::CpuTime => self,
+            Source::Execution => Unit::Samples,
+        }
+    }
+}
+
+/// One line per distinct folded text, root first, sorted, with the weights of every stack that
+/// folds to it summed (stacks that differ only in line numbers, which the text does not show,
+/// give one line). `name` gives the text of a frame; ';' in it becomes ':'.
+pub fn lines(
+    agg: &Aggregate,
+    unit: Unit,
+    name: &dyn Fn(&FrameKey) -> String,
+) -> Vec<(String, u64)> {
+    let unit = unit.for_aggregate(agg);
+    let mut folded: FxHashMap<String, u64> = FxHashMap::default();
+    for (stack, w) in &agg.stacks {
+        let mut line = String::new();
+        for (i, &id) in stack.iter().rev().enumerate() {
+            if i > 0 {
+                line.push(';');
             }
-            let weight = match unit {
-                Unit::CpuNanos => w.cpu_ns,
-                Unit::Samples => w.samples,
+            let Some(frame) = agg.frames.get_index(id as usize) else {
+                continue;
             };
-            (line, weight)
-        })
-        .collect();
+            // ';' separates frames; readers split the weight off at the last space, so
+            // spaces inside names (C++ signatures) are kept.
+            line.extend(name(frame).chars().map(|c| if c == ';' { ':' } else { c }));
+        }
+        let weight = match unit {
+            Unit::CpuNanos => w.cpu_ns,
+            Unit::Samples => w.samples,
+        };
+        *folded.entry(line).or_default() += weight;
+    }
+    let mut lines: Vec<(String, u64)> = folded.into_iter().filter(|(_, w)| *w > 0).collect();
     lines.sort();
-    for (line, weight) in lines {
+    lines
+}
+
+/// Writes [`lines`] with each frame's name. Every sample is in one line: a stack with missing
+/// parts ends in a placeholder frame that says so (`[no Java stack]`, `[lost samples]`), so
+/// the weights sum to the profile's total (lost samples whose CPU time the file does not give
+/// count only in samples).
+pub fn write(agg: &Aggregate, unit: Unit, out: &mut dyn Write) -> io::Result<()> {
+    let overloaded = agg.overloaded();
+    for (line, weight) in lines(agg, unit, &|f| f.shown_name(&overloaded)) {
         writeln!(out, "{line} {weight}")?;
     }
     Ok(())

@@ -1,11 +1,12 @@
 //! The JSON view for scripts: totals, threads, functions and stacks with every frame's kind,
-//! library and source line.
+//! library and source line. `total` = `recorded` + `lost`, and the stacks' weights sum to it
+//! (lost samples are stacks of one placeholder frame).
 
 use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
-use super::aggregate::{Aggregate, Weight};
+use super::aggregate::{Aggregate, Source, Weight};
 use super::text::top_functions;
 
 fn weight(w: &Weight) -> Value {
@@ -14,16 +15,18 @@ fn weight(w: &Weight) -> Value {
 
 /// The whole aggregate as one JSON document.
 pub fn to_json(agg: &Aggregate) -> Value {
+    let overloaded = agg.overloaded();
     let frames: Vec<Value> = agg
         .frames
         .iter()
         .map(|f| {
             json!({
-                "name": &*f.name,
+                "name": f.shown_name(&overloaded),
+                "descriptor": f.descriptor.as_deref(),
                 "kind": f.kind.label(),
                 "library": f.library.as_deref(),
-                "file": f.source.as_ref().map(|s| &*s.0),
-                "line": f.source.as_ref().map(|s| s.1),
+                "file": f.file.as_deref(),
+                "line": f.line,
             })
         })
         .collect();
@@ -38,11 +41,21 @@ pub fn to_json(agg: &Aggregate) -> Value {
             .collect()
     };
     json!({
+        "source": match agg.source {
+            Source::CpuTime => "jdk.CPUTimeSample",
+            Source::Execution => "jdk.ExecutionSample",
+        },
+        "nativeStacksRecorded": agg.chunks_with_native_field > 0,
         "total": weight(&agg.total),
+        "recorded": weight(&agg.recorded),
+        "lost": weight(&agg.lost),
+        "lostSamples": agg.lost.samples,
+        "lostWithoutCpuTime": agg.lost_cpu_unknown,
         "withNativeFrames": weight(&agg.with_native),
         "nativeTruncated": weight(&agg.native_truncated),
+        "nativeUnknown": weight(&agg.native_unknown),
         "failed": weight(&agg.failed),
-        "lostSamples": agg.lost_samples,
+        "javaTruncated": weight(&agg.java_truncated),
         "frames": frames,
         "nativeFunctions": functions(true),
         "javaMethods": functions(false),

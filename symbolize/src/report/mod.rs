@@ -5,4 +5,4 @@ pub mod collapsed;
 pub mod json;
 pub mod text;
 
-pub use aggregate::{Aggregate, Filter, FrameKey, Kind, Weight};
+pub use aggregate::{Aggregate, Filter, FrameKey, Kind, Names, Weight};

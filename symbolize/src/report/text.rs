@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
 
-use super::aggregate::{Aggregate, Weight};
+use super::aggregate::{Aggregate, Source, Weight};
 use super::Kind;
 
 /// One function's self and total weight.
@@ -21,11 +21,19 @@ pub struct FunctionWeight {
 /// Functions of the kind `native` (or Java), by self CPU time, then total. Frames of one
 /// function at different source lines count as one function (the first such frame names it).
 pub fn top_functions(agg: &Aggregate, native: bool) -> Vec<FunctionWeight> {
-    let mut first: FxHashMap<(&str, Option<&str>, bool), u32> = FxHashMap::default();
+    type Function<'a> = (&'a str, Option<&'a str>, bool, Option<&'a str>);
+    let mut first: FxHashMap<Function<'_>, u32> = FxHashMap::default();
     let function: Vec<u32> = (0..agg.frames.len())
         .filter_map(|i| {
             let f = agg.frames.get_index(i)?;
-            let key = (f.name.as_ref(), f.library.as_deref(), f.kind.is_native());
+            let key = (
+                f.name.as_ref(),
+                f.library.as_deref(),
+                f.kind.is_native(),
+                f.descriptor.as_deref(),
+            );
+            // Frames of one function at different lines, and of one Java method in different
+            // tiers (interpreted, JIT, inlined), are one function here.
             Some(*first.entry(key).or_insert(i as u32))
         })
         .collect();
@@ -35,9 +43,13 @@ pub fn top_functions(agg: &Aggregate, native: bool) -> Vec<FunctionWeight> {
     for (stack, w) in &agg.stacks {
         seen.clear();
         let wanted = |id: u32| {
-            agg.frames
-                .get_index(id as usize)
-                .is_some_and(|f| f.kind.is_native() == native && !is_thread_root(f.name.as_ref()))
+            agg.frames.get_index(id as usize).is_some_and(|f| {
+                if native {
+                    f.kind.is_native()
+                } else {
+                    f.kind.is_java()
+                }
+            })
         };
         // Self: the first frame of the wanted kind counted from the leaf.
         if let Some(&leaf) = stack.iter().find(|&&id| wanted(id)) {
@@ -58,18 +70,49 @@ pub fn top_functions(agg: &Aggregate, native: bool) -> Vec<FunctionWeight> {
         }
     }
     let mut out: Vec<FunctionWeight> = by_frame.into_values().collect();
+    let m = |w: &Weight| agg.measure(w);
     out.sort_by(|a, b| {
-        (b.self_weight.cpu_ns, b.total_weight.cpu_ns, a.frame).cmp(&(
-            a.self_weight.cpu_ns,
-            a.total_weight.cpu_ns,
+        (m(&b.self_weight), m(&b.total_weight), a.frame).cmp(&(
+            m(&a.self_weight),
+            m(&a.total_weight),
             b.frame,
         ))
     });
     out
 }
 
-fn is_thread_root(name: &str) -> bool {
-    name.starts_with('[') && name.ends_with(']')
+/// The stacks merged by function (frames that differ only in line number are one frame), by
+/// weight, heaviest first: (frame ids of the first such stack, weight).
+pub fn top_stacks(agg: &Aggregate) -> Vec<(Vec<u32>, Weight)> {
+    type Function<'a> = (&'a str, Option<&'a str>, super::Kind, Option<&'a str>);
+    let mut first: FxHashMap<Function<'_>, u32> = FxHashMap::default();
+    let function: Vec<u32> = (0..agg.frames.len())
+        .filter_map(|i| {
+            let f = agg.frames.get_index(i)?;
+            let key = (
+                f.name.as_ref(),
+                f.library.as_deref(),
+                f.kind,
+                f.descriptor.as_deref(),
+            );
+            Some(*first.entry(key).or_insert(i as u32))
+        })
+        .collect();
+    let mut merged: FxHashMap<Vec<u32>, Weight> = FxHashMap::default();
+    for (stack, w) in &agg.stacks {
+        let key: Vec<u32> = stack
+            .iter()
+            .map(|&id| function.get(id as usize).copied().unwrap_or(id))
+            .collect();
+        merged.entry(key).or_default().add_weight(*w);
+    }
+    let mut stacks: Vec<_> = merged.into_iter().collect();
+    stacks.sort_by(|a, b| {
+        agg.measure(&b.1)
+            .cmp(&agg.measure(&a.1))
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    stacks
 }
 
 fn entry(map: &mut FxHashMap<u32, FunctionWeight>, frame: u32) -> &mut FunctionWeight {
@@ -92,48 +135,130 @@ fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
 
+fn cpu(agg: &Aggregate, w: &Weight) -> String {
+    match agg.source {
+        Source::CpuTime => format!("{} samples, {:.3} CPU-s", w.samples, secs(w.cpu_ns)),
+        Source::Execution => format!("{} samples", w.samples),
+    }
+}
+
+/// Writes the totals: every sample, lost ones included, and the samples whose stacks lack a
+/// part, each apart.
+pub fn write_totals(agg: &Aggregate, out: &mut dyn Write) -> io::Result<()> {
+    let all = agg.measure(&agg.total);
+    let share = |w: &Weight| pct(agg.measure(w), all);
+    if agg.source == Source::Execution {
+        writeln!(
+            out,
+            "This file has no jdk.CPUTimeSample events: it was recorded by the JDK's own sampler \
+             (jdk.ExecutionSample, as with its default `profile` settings). Below is its Java \
+             profile from {} execution samples, weighed by count: these events carry no CPU time \
+             and no native stacks. Record with jfr-native (jfrnative record, or \
+             -agentpath:libjfrnative.so) for CPU time and native frames.",
+            agg.total.samples
+        )?;
+        writeln!(out)?;
+    }
+    if agg.source == Source::CpuTime
+        && agg.chunks_with_native_field == 0
+        && agg.recorded.samples > 0
+    {
+        writeln!(
+            out,
+            "This file's CPU samples have no native stacks: it was recorded by the JDK's own \
+             CPU-time sampler, not by jfr-native. Below is its Java profile. Record with \
+             jfr-native (jfrnative record, or -agentpath:libjfrnative.so) for native frames."
+        )?;
+        writeln!(out)?;
+    }
+    let label = match agg.source {
+        Source::CpuTime => "CPU samples",
+        Source::Execution => "Execution samples",
+    };
+    writeln!(out, "{label}: {}", cpu(agg, &agg.recorded))?;
+    if agg.lost.samples > 0 {
+        let unknown = if agg.lost_cpu_unknown > 0 {
+            format!(
+                " ({} of them with no CPU time in the file)",
+                agg.lost_cpu_unknown
+            )
+        } else {
+            String::new()
+        };
+        writeln!(out, "Lost samples: {}{unknown}", cpu(agg, &agg.lost))?;
+        writeln!(out, "Total: {}", cpu(agg, &agg.total))?;
+    }
+    let rows = [
+        ("with native frames", &agg.with_native),
+        (
+            "native stack truncated (walk stopped before the Java frames)",
+            &agg.native_truncated,
+        ),
+        (
+            "native frames unknown (walk stopped before its first frame)",
+            &agg.native_unknown,
+        ),
+        ("no Java stack (not taken)", &agg.failed),
+        ("Java stack truncated", &agg.java_truncated),
+    ];
+    for (what, w) in rows {
+        if agg.source == Source::Execution && what == "with native frames" {
+            continue;
+        }
+        writeln!(out, "  {what}: {} ({:.1}%)", cpu(agg, w), share(w))?;
+    }
+    Ok(())
+}
+
 /// Writes the short report: the totals and the top native functions and Java methods,
 /// `limit` rows each.
 pub fn write_summary(agg: &Aggregate, limit: usize, out: &mut dyn Write) -> io::Result<()> {
-    let all = agg.total.cpu_ns;
-    writeln!(
-        out,
-        "CPU samples: {} ({:.3} CPU-s); lost: {}; with native frames: {} ({:.1}% of CPU); native stack truncated: {}; Java stack failed: {}",
-        agg.total.samples,
-        secs(all),
-        agg.lost_samples,
-        agg.with_native.samples,
-        pct(agg.with_native.cpu_ns, all),
-        agg.native_truncated.samples,
-        agg.failed.samples,
-    )?;
+    let all = agg.measure(&agg.total);
+    let overloaded = agg.overloaded();
+    write_totals(agg, out)?;
+    let by = match agg.source {
+        Source::CpuTime => "self CPU time",
+        Source::Execution => "self samples",
+    };
     for (title, native) in [("Top native functions", true), ("Top Java methods", false)] {
+        let no_native_stacks = agg.chunks_with_native_field == 0 && agg.with_native.samples == 0;
+        if native && (agg.source == Source::Execution || no_native_stacks) {
+            continue;
+        }
         writeln!(out)?;
-        writeln!(out, "{title} by self CPU time:")?;
+        writeln!(out, "{title} by {by}:")?;
         writeln!(
             out,
             "{:>8} {:>8} {:>10}  function",
-            "self%", "total%", "self-s"
+            "self%",
+            "total%",
+            match agg.source {
+                Source::CpuTime => "self-s",
+                Source::Execution => "self",
+            }
         )?;
         for f in top_functions(agg, native).iter().take(limit) {
             let Some(frame) = agg.frames.get_index(f.frame as usize) else {
                 continue;
             };
-            let mut name = frame.name.to_string();
+            let mut name = frame.shown_name(&overloaded);
             if let Some(lib) = &frame.library {
                 if !name.starts_with(lib.as_ref()) {
                     name = format!("{name} [{lib}]");
                 }
             }
-            if let Some((file, _)) = &frame.source {
+            if let Some(file) = &frame.file {
                 name = format!("{name} ({file})");
             }
+            let own = match agg.source {
+                Source::CpuTime => format!("{:.3}", secs(f.self_weight.cpu_ns)),
+                Source::Execution => f.self_weight.samples.to_string(),
+            };
             writeln!(
                 out,
-                "{:>7.2}% {:>7.2}% {:>10.3}  {name}",
-                pct(f.self_weight.cpu_ns, all),
-                pct(f.total_weight.cpu_ns, all),
-                secs(f.self_weight.cpu_ns)
+                "{:>7.2}% {:>7.2}% {own:>10}  {name}",
+                pct(agg.measure(&f.self_weight), all),
+                pct(agg.measure(&f.total_weight), all),
             )?;
         }
     }
@@ -143,28 +268,32 @@ pub fn write_summary(agg: &Aggregate, limit: usize, out: &mut dyn Write) -> io::
 /// Writes the report: [`write_summary`], then the top stacks and the threads; `limit` rows per
 /// table.
 pub fn write(agg: &Aggregate, limit: usize, out: &mut dyn Write) -> io::Result<()> {
-    let all = agg.total.cpu_ns;
+    let all = agg.measure(&agg.total);
+    let overloaded = agg.overloaded();
     write_summary(agg, limit, out)?;
     writeln!(out)?;
-    writeln!(out, "Top stacks (leaf first):")?;
-    let mut stacks: Vec<_> = agg.stacks.iter().collect();
-    stacks.sort_by(|a, b| b.1.cpu_ns.cmp(&a.1.cpu_ns).then_with(|| a.0.cmp(b.0)));
-    for (stack, w) in stacks.into_iter().take(limit.min(10)) {
-        writeln!(out, "  {:.2}% ({} samples)", pct(w.cpu_ns, all), w.samples)?;
-        if stack.is_empty() {
-            writeln!(
-                out,
-                "      (no frames: neither a native nor a Java stack was taken)"
-            )?;
-        }
+    writeln!(out, "Top stacks (leaf first; lines merged):")?;
+    for (stack, w) in top_stacks(agg).into_iter().take(limit.min(10)) {
+        writeln!(
+            out,
+            "  {:.2}% ({} samples)",
+            pct(agg.measure(&w), all),
+            w.samples
+        )?;
         for &id in stack.iter().take(24) {
             if let Some(frame) = agg.frames.get_index(id as usize) {
-                let kind = if frame.kind == Kind::Native {
-                    frame.library.as_deref().unwrap_or("native").to_string()
-                } else {
-                    frame.kind.label().to_string()
+                let kind = match frame.kind {
+                    Kind::Native | Kind::Vm | Kind::Unsymbolized | Kind::Kernel => {
+                        frame.library.as_deref().unwrap_or("native").to_string()
+                    }
+                    other => other.label().to_string(),
                 };
-                writeln!(out, "      {}  [{kind}]", frame.name)?;
+                let name = frame.shown_name(&overloaded);
+                if frame.kind == Kind::Placeholder {
+                    writeln!(out, "      {name}")?;
+                } else {
+                    writeln!(out, "      {name}  [{kind}]")?;
+                }
             }
         }
         if stack.len() > 24 {
@@ -172,14 +301,25 @@ pub fn write(agg: &Aggregate, limit: usize, out: &mut dyn Write) -> io::Result<(
         }
     }
     writeln!(out)?;
-    writeln!(out, "Threads by CPU time:")?;
+    writeln!(
+        out,
+        "Threads by {}:",
+        match agg.source {
+            Source::CpuTime => "CPU time",
+            Source::Execution => "samples",
+        }
+    )?;
     let mut threads: Vec<_> = agg.threads.iter().collect();
-    threads.sort_by(|a, b| b.1.cpu_ns.cmp(&a.1.cpu_ns).then_with(|| a.0.cmp(b.0)));
+    threads.sort_by(|a, b| {
+        agg.measure(b.1)
+            .cmp(&agg.measure(a.1))
+            .then_with(|| a.0.cmp(b.0))
+    });
     for (name, w) in threads.into_iter().take(limit) {
         writeln!(
             out,
             "{:>7.2}% {:>10.3} s {:>8} samples  {name}",
-            pct(w.cpu_ns, all),
+            pct(agg.measure(w), all),
             secs(w.cpu_ns),
             w.samples
         )?;

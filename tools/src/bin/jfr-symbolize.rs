@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use symbolize::report::{collapsed, json, text, Filter};
-use symbolize::{Options, Symbolizer};
+use symbolize::{Debuginfod, Options, Symbolizer};
 use tools::flamegraph;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -55,7 +55,8 @@ struct Args {
     /// Rows per table in the text report.
     #[arg(long, default_value_t = 20)]
     top: usize,
-    /// Root of separate debug files (repeatable; default /usr/lib/debug).
+    /// Root of separate debug files (repeatable; default /usr/lib/debug). Debug files not found
+    /// on disk are fetched from the debuginfod servers that DEBUGINFOD_URLS names, if any.
     #[arg(long = "debug-dir")]
     debug_dirs: Vec<PathBuf>,
     /// Look for libraries by file name here before their recorded path (repeatable).
@@ -139,6 +140,8 @@ fn run(args: &Args) -> io::Result<ExitCode> {
     }
     options.search_dirs = args.search_dirs.clone();
     options.dwarf = !args.no_dwarf;
+    // As elfutils' tools: debuginfod servers only when DEBUGINFOD_URLS names some.
+    options.debuginfod = Debuginfod::from_env();
     let mut symbolizer = Symbolizer::new(options);
     let filter = Filter {
         threads: args.threads.clone(),
@@ -201,7 +204,7 @@ fn run(args: &Args) -> io::Result<ExitCode> {
     };
     match format {
         Format::Jfr => {}
-        Format::Collapsed => collapsed::write(agg, unit, false, &mut *sink)?,
+        Format::Collapsed => collapsed::write(agg, unit, &mut *sink)?,
         Format::Flamegraph => {
             let title = format!("CPU time: {}", input.display());
             flamegraph::write(agg, unit, &title, &mut *sink)?;

@@ -274,6 +274,9 @@ fn demo_command(a: DemoArgs) -> Result<ExitCode, Failure> {
         a.duration.as_secs_f64()
     );
     let args = [
+        // The demo loads its JNI library: JDK 22+ warn about that unless it is allowed (the
+        // option exists from JDK 17 on).
+        "--enable-native-access=ALL-UNNAMED".to_string(),
         format!("-Djava.library.path={}", build.display()),
         "-cp".to_string(),
         build.display().to_string(),
@@ -291,7 +294,8 @@ fn demo_command(a: DemoArgs) -> Result<ExitCode, Failure> {
          JfrNativeDemo.checksum, .compress and .sort.\nzlib and libc's qsort are built \
          without frame pointers on Debian: their stacks are whole because the agent unwinds \
          them from call-frame information (.eh_frame; --cstack fp would cut them short); \
-         functions without a symbol show as library+offset.\nOpen {} in JDK Mission Control \
+         functions without a symbol show as the nearest exported symbol plus an offset \
+         (grey in the flame graph).\nOpen {} in JDK Mission Control \
          (File > Open File) to see the native frames in its stack traces.",
         session.outputs.symbolized.display()
     );
