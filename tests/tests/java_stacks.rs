@@ -43,9 +43,11 @@ const MIN_SAME_TICK_STACK_PERCENT: f64 = 93.0;
 /// recordings. The JDK takes 20–30% of its samples at the next safepoint (`biased`), which
 /// moves CPU to methods with a safepoint poll (`Type.hasTag` in javac: 3.5% for the JDK, 1.5%
 /// for us and for the JDK's own unbiased samples), so this is looser than the same-tick bound:
-/// measured 0.7–1.9 on javac and 2.0–3.1 on regex (7.5–8.7 on regex with AsyncGetCallTrace
-/// alone).
-const MAX_SHARE_DIFF_PP: f64 = 4.0;
+/// measured 0.7–1.9 on javac and 2.0–3.1 on regex, and 4.8 on regex while a build ran beside it
+/// (more samples land at safepoints then), against 7.5–8.7 on regex with AsyncGetCallTrace alone.
+/// Leaving the JDK's biased samples out is no better a reference: they are not a random subset
+/// (8.9 pp on regex). The same-tick bounds above are the strict comparison.
+const MAX_SHARE_DIFF_PP: f64 = 6.0;
 
 /// The tests of this file run one at a time: on two cores, three JVMs at once leave each a
 /// fraction of the CPU and far fewer samples for the share comparison.

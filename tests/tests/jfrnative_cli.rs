@@ -116,6 +116,115 @@ fn java_of(jdk: &Jdk) -> String {
     jdk.tool("java").display().to_string()
 }
 
+/// A command that is not `java` (here a shell script starting two JVMs, as a build tool
+/// would): each JVM gets the agent through JAVA_TOOL_OPTIONS, after what the user had there,
+/// writes its own OUT-PID.jfr, and is reported by name; the command's exit code is kept.
+#[test]
+fn record_runs_any_command_and_reports_each_jvm() {
+    let jdks = oracle_jdks();
+    let dir = out_dir("any-command");
+    let output = dir.join("run.jfr");
+    let quoted: Vec<String> = burner_args(1.0).iter().map(|a| format!("'{a}'")).collect();
+    let script = format!(
+        "echo \"TOOL=$JAVA_TOOL_OPTIONS\"; '{}' {args} && '{}' {args}; exit 3",
+        java_of(&jdks[0]),
+        java_of(jdks.last().unwrap()),
+        args = quoted.join(" ")
+    );
+    let out = jfrnative()
+        .env("JAVA_TOOL_OPTIONS", "-Djfrnative.test=kept")
+        .args(["record", "-o"])
+        .arg(&output)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    let tool = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("TOOL="))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        tool.starts_with("-Djfrnative.test=kept -agentpath:"),
+        "the user's options come first: {tool}"
+    );
+    let recordings: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let pid = name.strip_prefix("run-")?.strip_suffix(".jfr")?;
+            pid.parse::<u32>().ok().map(|_| dir.join(&name))
+        })
+        .collect();
+    assert_eq!(recordings.len(), 2, "{recordings:?}\n{stdout}\n{stderr}");
+    for file in &recordings {
+        assert!(
+            stdout.contains(&format!("{}", file.display())),
+            "{} not named:\n{stdout}",
+            file.display()
+        );
+        let summary = run(Command::new(jdks[0].tool("jfr")).arg("summary").arg(file)).unwrap();
+        assert!(summary.contains("jdk.CPUTimeSample"), "{summary}");
+        let mut symbolized = file.with_extension("").into_os_string();
+        symbolized.push(".symbolized.jfr");
+        assert!(Path::new(&symbolized).exists(), "{symbolized:?}");
+    }
+    assert_eq!(
+        stdout.matches("CPU samples: ").count(),
+        2,
+        "one report per JVM:\n{stdout}"
+    );
+}
+
+/// A JVM that outlives the command (a build tool's daemon) is named and left recording, not
+/// reported half-written.
+#[test]
+fn a_jvm_that_outlives_the_command_keeps_recording() {
+    let jdk = &oracle_jdks()[0];
+    let dir = out_dir("daemon");
+    let output = dir.join("run.jfr");
+    let quoted: Vec<String> = burner_args(4.0).iter().map(|a| format!("'{a}'")).collect();
+    let script = format!(
+        "'{}' {} >/dev/null 2>&1 & sleep 2",
+        java_of(jdk),
+        quoted.join(" ")
+    );
+    let out = jfrnative()
+        .args(["record", "-o"])
+        .arg(&output)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("still running after sh exited") && !stdout.contains("CPU samples:"),
+        "{stdout}\n{stderr}"
+    );
+    // It finishes its own file when it ends.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let file = loop {
+        let done = std::fs::read_dir(&dir).unwrap().find_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let status = dir.join(format!("{name}.status"));
+            (name.starts_with("run-") && name.ends_with(".jfr") && !name.contains("symbolized"))
+                .then(|| dir.join(&name))
+                .filter(|_| {
+                    std::fs::read_to_string(&status).is_ok_and(|s| s.contains("state=finished"))
+                })
+        });
+        if let Some(f) = done {
+            break f;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the JVM did not finish its recording"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(stdout.contains(&file.display().to_string()), "{stdout}");
+}
+
 #[test]
 fn record_runs_java_with_the_agent_and_reports() {
     for jdk in oracle_jdks() {
@@ -434,7 +543,7 @@ fn every_error_names_what_to_do() {
     );
     fails_with(
         jfrnative().args(["record", "-o", out, "--", "python3", "-c", "1"]),
-        "the command must start with java",
+        "no JVM recorded: python3 started no HotSpot JVM",
     );
     fails_with(
         jfrnative().args([
@@ -489,13 +598,51 @@ fn every_error_names_what_to_do() {
             jre.display()
         ),
     );
-    fails_with(
-        jfrnative()
-            .args(["record", "-i", "fast", "-o", out, "--"])
+    // A bad agent option: one message naming the flag and what it accepts, exit 2, and no
+    // JVM started (no output of the program, no recording).
+    for (args, message) in [
+        (
+            vec!["record", "-i", "fast"],
+            "bad -i/--interval 'fast': 'fast' is not a duration from 100us to 10s",
+        ),
+        (
+            vec!["record", "--native-depth", "5000"],
+            "bad --native-depth '5000': '5000' is not a whole number from 1 to 1024",
+        ),
+        (
+            vec!["record", "--jstack", "fast"],
+            "bad --jstack 'fast': 'fast' is not vm",
+        ),
+        (
+            vec!["record", "--chunk", "1ms"],
+            "bad --chunk '1ms': '1ms' is not a duration",
+        ),
+    ] {
+        let _ = std::fs::remove_file(out);
+        let run = jfrnative()
+            .args(&args)
+            .args(["-o", out, "--"])
             .arg(java_of(&jdk))
-            .args(burner_args(1.0)),
-        "bad agent option 'interval'",
-    );
+            .args(burner_args(1.0))
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&run);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.matches("jfrnative: bad ").count(),
+            1,
+            "{args:?}: reported once:\n{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("jfrnative: {message}")),
+            "{stderr}"
+        );
+        assert!(
+            !stdout.contains("CPU") && !stderr.contains("jfr-native:"),
+            "{stdout}{stderr}"
+        );
+        assert!(!Path::new(out).exists(), "no recording");
+    }
     let closed = start_jvm(&jdk, &["-XX:+DisableAttachMechanism"], 600.0);
     fails_with(
         jfrnative().args([
@@ -513,9 +660,11 @@ fn every_error_names_what_to_do() {
     );
     drop(closed);
     let mut jvm = start_jvm(&jdk, &[], 600.0);
-    fails_with(
-        jfrnative().args(["attach", &jvm.id().to_string(), "-i", "fast", "-o", out]),
-        "bad agent option 'interval'",
-    );
+    let bad = jfrnative()
+        .args(["attach", &jvm.id().to_string(), "-i", "fast", "-o", out])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad).1.contains("jfrnative: bad -i/--interval 'fast'"));
     assert!(jvm.is_running(), "the JVM keeps running");
 }

@@ -1,5 +1,7 @@
 //! Shared code of the jfr-native command-line tools (`jfr-symbolize`, `jfrnative`).
 
+pub mod agent_flags;
+pub mod any_command;
 pub mod attach;
 pub mod demo;
 pub mod duration;

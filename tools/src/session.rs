@@ -51,19 +51,17 @@ pub struct Session {
     pub outputs: Outputs,
     /// The agent's status file (removed at the end).
     pub status_file: PathBuf,
-    /// The `interval` option as given.
-    pub interval: String,
-    /// The `cstack` option as given.
-    pub cstack: String,
+    /// The agent's options other than `file` and `status`, as (option, value).
+    pub settings: Vec<(&'static str, String)>,
 }
 
 impl Session {
-    /// Checks the agent and the output files.
+    /// Checks the agent and the output files; `settings` are the agent's other options (checked
+    /// by the caller).
     pub fn new(
         agent: Option<&Path>,
         output: &Path,
-        interval: &str,
-        cstack: &str,
+        settings: Vec<(&'static str, String)>,
     ) -> Result<Session, String> {
         let agent = agent_library(agent)?;
         let recording = absolute(output)?;
@@ -84,20 +82,18 @@ impl Session {
             agent,
             outputs,
             status_file,
-            interval: interval.to_string(),
-            cstack: cstack.to_string(),
+            settings,
         })
     }
 
     /// The agent's option string.
     pub fn agent_options(&self) -> String {
-        format!(
-            "file={},interval={},cstack={},status={}",
-            self.outputs.recording.display(),
-            self.interval,
-            self.cstack,
-            self.status_file.display()
-        )
+        let mut options = format!("file={}", self.outputs.recording.display());
+        for (key, value) in &self.settings {
+            options.push_str(&format!(",{key}={value}"));
+        }
+        options.push_str(&format!(",status={}", self.status_file.display()));
+        options
     }
 
     /// What the agent last wrote.

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
+use tools::agent_flags::AgentFlags;
 use tools::session::{self, Session};
-use tools::{attach, demo, duration, jdk};
+use tools::{any_command, attach, demo, duration, jdk};
 
 /// CPU-time profiles of Java programs with the native frames (C, C++, Rust, libc, the JVM)
 /// above the Java stack, as JFR files, flame graphs and a report.
@@ -23,9 +24,19 @@ struct Cli {
     command: Cmd,
 }
 
+const RECORD_EXAMPLES: &str = "Examples:
+  jfrnative record -- java -jar app.jar
+  jfrnative record -i 1ms -o app.jfr -- java -cp app.jar com.example.Main
+  jfrnative record --cstack fp --native-depth 64 --chunk 10s/64mb -- java -jar app.jar
+  jfrnative record --jstack agct-vm --nstack inline -- $JAVA_HOME/bin/java -jar app.jar
+
+Leaves out.jfr (the recording), out.symbolized.jfr (for JDK Mission Control and jfr print),
+out.svg (flame graph) and out.txt (the full report).";
+
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Run a Java command with the agent; when it exits, symbolize and report.
+    #[command(after_help = RECORD_EXAMPLES)]
     Record(RecordArgs),
     /// Record a running JVM for a while (Ctrl-C stops early), then symbolize and report.
     Attach(AttachArgs),
@@ -35,13 +46,8 @@ enum Cmd {
 
 #[derive(Args, Debug)]
 struct Common {
-    /// CPU time between two samples of a thread (ns, us, ms, s).
-    #[arg(short, long, default_value = "10ms")]
-    interval: String,
-    /// How native frames are unwound: dwarf (call-frame information, frame pointers where a
-    /// library has none) or fp (frame pointers only).
-    #[arg(long, default_value = "dwarf", value_parser = ["dwarf", "fp"])]
-    cstack: String,
+    #[command(flatten)]
+    agent_flags: AgentFlags,
     /// The agent library (default: libjfrnative.so next to this executable).
     #[arg(long)]
     agent: Option<PathBuf>,
@@ -51,9 +57,10 @@ struct Common {
 }
 
 impl Common {
-    /// A recording into `output` with these options.
+    /// A recording into `output` with these options, checked before anything starts.
     fn session(&self, output: &Path) -> Result<Session, String> {
-        Session::new(self.agent.as_deref(), output, &self.interval, &self.cstack)
+        self.agent_flags.validate()?;
+        Session::new(self.agent.as_deref(), output, self.agent_flags.pairs())
     }
 }
 
@@ -64,8 +71,9 @@ struct RecordArgs {
     /// The recording (default: jfrnative-YYYYMMDD-HHMMSS.jfr).
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// The Java command: `java` (from JAVA_HOME, else PATH) or a path to java, and its
-    /// arguments.
+    /// The command: `java` (from JAVA_HOME, else PATH) or a path to java, and its arguments;
+    /// or any other command (gradle, mvn, a script), whose JVMs get the agent through
+    /// JAVA_TOOL_OPTIONS and each write OUT-PID.jfr.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<String>,
 }
@@ -102,8 +110,24 @@ struct DemoArgs {
 /// A failure, printed as `jfrnative: MESSAGE`.
 type Failure = String;
 
+impl Cmd {
+    fn common(&self) -> &Common {
+        match self {
+            Cmd::Record(a) => &a.common,
+            Cmd::Attach(a) => &a.common,
+            Cmd::Demo(a) => &a.common,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Bad agent options stop here, once, before any JVM or build starts (2, as clap's own
+    // usage errors).
+    if let Err(message) = cli.command.common().agent_flags.validate() {
+        eprintln!("jfrnative: {message}");
+        return ExitCode::from(2);
+    }
     let result =
         jdk::check_platform(std::env::consts::OS, std::env::consts::ARCH).and_then(|()| match cli
             .command
@@ -172,6 +196,9 @@ fn record(a: RecordArgs) -> Result<ExitCode, Failure> {
         .command
         .split_first()
         .ok_or("give the Java command to run: jfrnative record -- java -jar app.jar")?;
+    if Path::new(program).file_name() != Some(std::ffi::OsStr::new("java")) {
+        return record_any(&a, program, args);
+    }
     let java = jdk::resolve_java(
         program,
         std::env::var_os("JAVA_HOME").as_deref(),
@@ -181,6 +208,100 @@ fn record(a: RecordArgs) -> Result<ExitCode, Failure> {
     let session = a.common.session(&output)?;
     let status = run_java(&session, &java, args)?;
     session.finish(a.common.top)?;
+    Ok(ExitCode::from(
+        status.code().unwrap_or(1).clamp(0, 255) as u8
+    ))
+}
+
+/// Runs a command that is not `java` with the agent in `JAVA_TOOL_OPTIONS`; each JVM it starts
+/// writes `OUT-PID.jfr`, and each finished one is reported. Returns the command's exit status.
+fn record_any(a: &RecordArgs, program: &str, args: &[String]) -> Result<ExitCode, Failure> {
+    let output = a
+        .output
+        .clone()
+        .unwrap_or_else(|| default_name("jfrnative"));
+    let pattern = any_command::pattern_of(&session::absolute(&output)?);
+    // Checks the agent and that files can be written there (with the pattern's own name).
+    let template = a.common.session(&pattern)?;
+    let tool_options = any_command::tool_options(
+        std::env::var_os("JAVA_TOOL_OPTIONS").as_deref(),
+        &template.agent,
+        &template.agent_options(),
+    )?;
+    let child_pid = Arc::new(AtomicI32::new(0));
+    let interrupted = session::on_interrupt(child_pid.clone())?;
+    let mut child = Command::new(program)
+        .args(args)
+        .env("JAVA_TOOL_OPTIONS", &tool_options)
+        .spawn()
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    child_pid.store(child.id() as i32, Ordering::Release);
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child
+            .try_wait()
+            .map_err(|e| format!("waiting for {program}: {e}"))?
+        {
+            break status;
+        }
+        if terminal {
+            let jvms = any_command::recordings(&pattern).len();
+            eprint!(
+                "\r{:.0?} {program}: {jvms} JVM(s) recorded{}\x1b[K",
+                started.elapsed(),
+                if interrupted.load(Ordering::Acquire) {
+                    " (interrupted)"
+                } else {
+                    ""
+                }
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    child_pid.store(0, Ordering::Release);
+    if terminal {
+        eprint!("\r\x1b[K");
+    }
+    let found = any_command::recordings(&pattern);
+    if found.is_empty() {
+        return Err(format!(
+            "no JVM recorded: {program} started no HotSpot JVM, or did not pass \
+             JAVA_TOOL_OPTIONS on to it (a JVM that reads it prints \"Picked up \
+             JAVA_TOOL_OPTIONS\"); the recordings would be {}",
+            pattern.display()
+        ));
+    }
+    println!(
+        "jfrnative: {} JVM(s) recorded by {program} ({}):",
+        found.len(),
+        pattern.display()
+    );
+    for (pid, file) in &found {
+        println!("  JVM {pid}: {}", file.display());
+    }
+    for (pid, file) in found {
+        let mut status_file = file.clone().into_os_string();
+        status_file.push(".status");
+        let jvm = Session {
+            agent: template.agent.clone(),
+            outputs: tools::report::Outputs::beside(&file),
+            status_file: PathBuf::from(status_file),
+            settings: template.settings.clone(),
+        };
+        println!("\n== JVM {pid}: {}", file.display());
+        if process_alive(pid) && jvm.status().is_some_and(|s| s.state == "recording") {
+            println!(
+                "still running after {program} exited (a daemon?): it keeps recording into {}; \
+                 symbolize it with jfr-symbolize once it has stopped",
+                file.display()
+            );
+            continue;
+        }
+        if let Err(e) = jvm.finish(a.common.top) {
+            eprintln!("jfrnative: JVM {pid}: {e}");
+        }
+    }
     Ok(ExitCode::from(
         status.code().unwrap_or(1).clamp(0, 255) as u8
     ))
