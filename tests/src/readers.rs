@@ -29,6 +29,16 @@ pub struct Reading {
 }
 
 impl Reading {
+    /// Σ `samplingPeriod` of the CPU samples, ns (readers give periods in ticks of the golden
+    /// clock).
+    pub fn period_ns(&self) -> u64 {
+        let tps = CLOCK.ticks_per_second;
+        self.samples
+            .iter()
+            .map(|s| s.period_ticks * 1_000_000_000 / tps)
+            .sum()
+    }
+
     /// The same reading with every list sorted (readers see events in file order).
     pub fn sorted(mut self) -> Reading {
         self.samples.sort();

@@ -51,12 +51,7 @@ fn expected_totals() -> ((u64, u64), (u64, u64)) {
     let jdk = &oracle_jdks()[0];
     let file = golden("report_totals");
     let reading = jfr_json(jdk, &file).unwrap();
-    let tps = tests::golden::CLOCK.ticks_per_second;
-    let period_ns: u64 = reading
-        .samples
-        .iter()
-        .map(|s| s.period_ticks * 1_000_000_000 / tps)
-        .sum();
+    let period_ns = reading.period_ns();
     let lost = run(Command::new(jdk.tool("jfr"))
         .args(["print", "--json", "--events", "jdk.CPUTimeSamplesLost"])
         .arg(&file))

@@ -49,6 +49,30 @@ fn symbolize(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Records the Burner workload (1 s) with the JDK's own recorder into `file`, with the
+/// `-XX:StartFlightRecording` `settings` (`settings=profile`, `jdk.CPUTimeSample#enabled=true`).
+fn jdk_own_recording(jdk: &Jdk, file: &Path, settings: &[&str]) {
+    let workload = tests::workload::workload_dir();
+    let out = Command::new(jdk.tool("java"))
+        .arg(format!(
+            "-XX:StartFlightRecording:filename={},{}",
+            file.display(),
+            settings.join(",")
+        ))
+        .arg(format!("-Djava.library.path={}", workload.display()))
+        .arg("-cp")
+        .arg(&workload)
+        .args(["Burner", "1", "a:native,b:java"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        jdk.name(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// One frame as `jfr print --json` shows it: (class, method, frame type, line).
 type Row = (String, String, String, i64);
 
@@ -218,13 +242,7 @@ fn every_view_reports_the_native_chain_weighted_by_cpu_time() {
     let jdk = &oracle_jdks()[0];
     let input = recording(jdk);
     let reading = jfr_json(jdk, &input).unwrap();
-    // jfr print gives durations; the reader turns them into ticks of the golden clock.
-    let tps = tests::golden::CLOCK.ticks_per_second;
-    let period_ns: u64 = reading
-        .samples
-        .iter()
-        .map(|s| s.period_ticks * 1_000_000_000 / tps)
-        .sum();
+    let period_ns = reading.period_ns();
     let native_samples = reading
         .samples
         .iter()
@@ -478,24 +496,8 @@ fn a_jdk_recording_is_copied_with_every_event_kept() {
     // A file the JDK wrote itself (every JDK event type, JDK metadata and constant pools): the
     // rewrite must keep every event and stay readable.
     for jdk in oracle_jdks() {
-        let workload = tests::workload::workload_dir();
         let input = out_dir().join(format!("jdk{}-own.jfr", jdk.major));
-        let out = Command::new(jdk.tool("java"))
-            .arg(format!(
-                "-XX:StartFlightRecording=filename={},settings=profile",
-                input.display()
-            ))
-            .arg(format!("-Djava.library.path={}", workload.display()))
-            .arg("-cp")
-            .arg(&workload)
-            .args(["Burner", "1", "a:native,b:java"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        jdk_own_recording(&jdk, &input, &["settings=profile"]);
         let output = out_dir().join(format!("jdk{}-own-sym.jfr", jdk.major));
         let sym = symbolize(&[input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
         assert!(
@@ -681,7 +683,6 @@ fn reports_show_each_stack_once_and_java_lines() {
 #[test]
 fn a_jdk_recording_gets_its_java_profile_and_the_hint() {
     for jdk in oracle_jdks() {
-        let workload = tests::workload::workload_dir();
         let mut settings = vec!["settings=profile".to_string()];
         let mut cases = vec![("profile", settings.clone())];
         if jdk.major >= 25 {
@@ -691,23 +692,8 @@ fn a_jdk_recording_gets_its_java_profile_and_the_hint() {
         }
         for (case, settings) in cases {
             let input = out_dir().join(format!("jdk{}-{case}.jfr", jdk.major));
-            let out = Command::new(jdk.tool("java"))
-                .arg(format!(
-                    "-XX:StartFlightRecording:filename={},{}",
-                    input.display(),
-                    settings.join(",")
-                ))
-                .arg(format!("-Djava.library.path={}", workload.display()))
-                .arg("-cp")
-                .arg(&workload)
-                .args(["Burner", "1", "a:native,b:java"])
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
+            jdk_own_recording(&jdk, &input, &settings);
             let what = format!("{} {case}", jdk.name());
             let events = |kind: &str| -> u64 {
                 let s = run(Command::new(jdk.tool("jfr")).arg("summary").arg(&input)).unwrap();

@@ -18,25 +18,41 @@ pub struct FunctionWeight {
     pub total_weight: Weight,
 }
 
-/// Functions of the kind `native` (or Java), by self CPU time, then total. Frames of one
-/// function at different source lines count as one function (the first such frame names it).
-pub fn top_functions(agg: &Aggregate, native: bool) -> Vec<FunctionWeight> {
-    type Function<'a> = (&'a str, Option<&'a str>, bool, Option<&'a str>);
+/// For each frame, the first frame of the same function: same name, library and descriptor,
+/// any line; of the same kind when `by_kind`, else only both native or both not.
+fn first_frames(agg: &Aggregate, by_kind: bool) -> Vec<u32> {
+    type Function<'a> = (
+        &'a str,
+        Option<&'a str>,
+        Option<&'a str>,
+        Result<Kind, bool>,
+    );
     let mut first: FxHashMap<Function<'_>, u32> = FxHashMap::default();
-    let function: Vec<u32> = (0..agg.frames.len())
+    (0..agg.frames.len())
         .filter_map(|i| {
             let f = agg.frames.get_index(i)?;
+            let kind = if by_kind {
+                Ok(f.kind)
+            } else {
+                Err(f.kind.is_native())
+            };
             let key = (
                 f.name.as_ref(),
                 f.library.as_deref(),
-                f.kind.is_native(),
                 f.descriptor.as_deref(),
+                kind,
             );
-            // Frames of one function at different lines, and of one Java method in different
-            // tiers (interpreted, JIT, inlined), are one function here.
             Some(*first.entry(key).or_insert(i as u32))
         })
-        .collect();
+        .collect()
+}
+
+/// Functions of the kind `native` (or Java), by self CPU time, then total. Frames of one
+/// function at different source lines count as one function (the first such frame names it).
+pub fn top_functions(agg: &Aggregate, native: bool) -> Vec<FunctionWeight> {
+    // Frames of one function at different lines, and of one Java method in different tiers
+    // (interpreted, JIT, inlined), are one function here.
+    let function = first_frames(agg, false);
     let function_of = |id: u32| function.get(id as usize).copied().unwrap_or(id);
     let mut by_frame: FxHashMap<u32, FunctionWeight> = FxHashMap::default();
     let mut seen = Vec::new();
@@ -84,20 +100,7 @@ pub fn top_functions(agg: &Aggregate, native: bool) -> Vec<FunctionWeight> {
 /// The stacks merged by function (frames that differ only in line number are one frame), by
 /// weight, heaviest first: (frame ids of the first such stack, weight).
 pub fn top_stacks(agg: &Aggregate) -> Vec<(Vec<u32>, Weight)> {
-    type Function<'a> = (&'a str, Option<&'a str>, super::Kind, Option<&'a str>);
-    let mut first: FxHashMap<Function<'_>, u32> = FxHashMap::default();
-    let function: Vec<u32> = (0..agg.frames.len())
-        .filter_map(|i| {
-            let f = agg.frames.get_index(i)?;
-            let key = (
-                f.name.as_ref(),
-                f.library.as_deref(),
-                f.kind,
-                f.descriptor.as_deref(),
-            );
-            Some(*first.entry(key).or_insert(i as u32))
-        })
-        .collect();
+    let function = first_frames(agg, true);
     let mut merged: FxHashMap<Vec<u32>, Weight> = FxHashMap::default();
     for (stack, w) in &agg.stacks {
         let key: Vec<u32> = stack
