@@ -292,7 +292,12 @@ impl Pools {
         );
         add(
             ids.symbol,
-            encode_all(&self.symbols, |s, o| write_string(o, Some(s))),
+            // An empty symbol (the unnamed package's name) is null, as HotSpot writes it:
+            // readers such as async-profiler's converter reject the empty-string encoding
+            // in a symbol.
+            encode_all(&self.symbols, |s, o| {
+                write_string(o, Some(&**s).filter(|s| !s.is_empty()))
+            }),
         );
         add(ids.package, encode_all(&self.packages, encode_package));
         add(ids.module, encode_all(&self.modules, encode_module));
@@ -424,7 +429,7 @@ fn encode_method(m: &Method, o: &mut Vec<u8>) {
     leb128::write_u64(o, m.class.key());
     leb128::write_u64(o, m.name.key());
     leb128::write_u64(o, m.descriptor.key());
-    leb128::write_i64(o, i64::from(m.modifiers));
+    leb128::write_i32(o, m.modifiers);
     write_bool(o, m.hidden);
 }
 
@@ -433,8 +438,8 @@ fn encode_stack_trace(s: &StackKey<Frame>, o: &mut Vec<u8>) {
     leb128::write_u64(o, s.frames.len() as u64);
     for f in s.frames.iter() {
         leb128::write_u64(o, f.method.key());
-        leb128::write_i64(o, i64::from(f.line));
-        leb128::write_i64(o, i64::from(f.bytecode_index));
+        leb128::write_i32(o, f.line);
+        leb128::write_i32(o, f.bytecode_index);
         leb128::write_u64(o, f.frame_type.key());
     }
 }

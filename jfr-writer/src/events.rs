@@ -78,6 +78,11 @@ impl Encoder<'_> {
         leb128::write_i64(self.out, v);
     }
 
+    /// An `int`, as its 32-bit pattern ([`leb128::write_i32`]).
+    pub fn int(&mut self, v: i32) {
+        leb128::write_i32(self.out, v);
+    }
+
     /// An unsigned `long`.
     #[inline]
     pub fn ulong(&mut self, v: u64) {
@@ -208,7 +213,7 @@ impl Event for CpuTimeSamplesLost<'_> {
     }
     fn encode(&self, e: &mut Encoder<'_>) {
         e.long(self.start_ticks);
-        e.long(i64::from(self.lost_samples));
+        e.int(self.lost_samples);
         e.thread(self.thread);
         e.string(Some(self.reason));
         e.ulong(self.lost_cpu_ns);

@@ -33,6 +33,14 @@ pub fn write_i64(out: &mut Vec<u8>, value: i64) {
     write_u64(out, value as u64);
 }
 
+/// Appends an `int` field's value as HotSpot writes it: its 32-bit two's-complement pattern
+/// (at most 5 bytes; -1 is `ff ff ff ff 0f`). Readers that decode an `int` as a 32-bit varint
+/// (async-profiler's converter) reject the 9-byte form of a negative value.
+#[inline]
+pub fn write_i32(out: &mut Vec<u8>, value: i32) {
+    write_u64(out, u64::from(value as u32));
+}
+
 /// How many bytes [`write_u64`] writes for `value`.
 #[inline]
 pub fn len_u64(value: u64) -> usize {
@@ -84,6 +92,19 @@ mod tests {
         let mut out = Vec::new();
         write_u64(&mut out, v);
         out
+    }
+
+    #[test]
+    fn negative_ints_take_five_bytes() {
+        let mut out = Vec::new();
+        write_i32(&mut out, -1);
+        assert_eq!(out, [0xff, 0xff, 0xff, 0xff, 0x0f]);
+        out.clear();
+        write_i32(&mut out, i32::MIN);
+        assert_eq!(out, [0x80, 0x80, 0x80, 0x80, 0x08]);
+        out.clear();
+        write_i32(&mut out, 300);
+        assert_eq!(out, [0xac, 0x02]);
     }
 
     #[test]

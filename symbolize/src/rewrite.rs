@@ -169,6 +169,14 @@ fn symbolization_class(id: u64, class_id: &dyn Fn(&str) -> Option<String>) -> Op
 /// HotSpot's method ids stay below 2^40).
 pub const FIRST_NEW_KEY: u64 = 1 << 48;
 
+/// First key of the stack traces the rewrite adds. Readers that keep stack-trace keys as Java
+/// `int`s (async-profiler's converter) drop events whose key is 2^31 or more, so new stack
+/// traces take keys from 2^30 up, above the sequential ids writers give (HotSpot's and the
+/// agent's start at 1), skipping any key of the input's stack-trace pool in the chunk or the
+/// one before it (which the JDK would reuse, §9). Past 2^31 − 1 they fall back to
+/// [`FIRST_NEW_KEY`]'s range.
+pub const FIRST_NEW_STACK_KEY: u64 = 1 << 30;
+
 /// The keys of the constants that name native functions, kept for the whole file: a function
 /// has one method key (and its library one class key) in every chunk, as the JDK keeps a Java
 /// method's, so that views which group by method (`jfr view cpu-time-hot-methods`) merge it
@@ -177,6 +185,9 @@ pub const FIRST_NEW_KEY: u64 = 1 << 48;
 #[derive(Debug)]
 pub struct FileKeys {
     next_key: u64,
+    next_stack_key: u64,
+    /// The keys of the previous chunk's input stack-trace pool.
+    previous_stack_keys: FxHashSet<u64>,
     symbols: FxHashMap<Arc<str>, u64>,
     classes: FxHashMap<Arc<str>, u64>,
     methods: FxHashMap<(Arc<str>, Arc<str>), u64>,
@@ -186,6 +197,8 @@ impl Default for FileKeys {
     fn default() -> FileKeys {
         FileKeys {
             next_key: FIRST_NEW_KEY,
+            next_stack_key: FIRST_NEW_STACK_KEY,
+            previous_stack_keys: FxHashSet::default(),
             symbols: FxHashMap::default(),
             classes: FxHashMap::default(),
             methods: FxHashMap::default(),
@@ -230,6 +243,21 @@ impl<'m, 'k> NewConstants<'m, 'k> {
         k
     }
 
+    /// A key for a new stack trace ([`FIRST_NEW_STACK_KEY`]).
+    fn fresh_stack_key(&mut self, class_id: u64) -> u64 {
+        let input = self.pools.get(&class_id);
+        while self.keys.next_stack_key <= i32::MAX as u64 {
+            let k = self.keys.next_stack_key;
+            self.keys.next_stack_key += 1;
+            if !input.is_some_and(|p| p.contains_key(&k))
+                && !self.keys.previous_stack_keys.contains(&k)
+            {
+                return k;
+            }
+        }
+        self.fresh_key()
+    }
+
     /// Defines in this chunk the constant of `class_name` that the file keeps under `kept`
     /// (a key given before, or none yet), and returns its key. A kept key that the input's own
     /// pool of that class uses in this chunk gives way to a fresh one.
@@ -266,7 +294,11 @@ impl<'m, 'k> NewConstants<'m, 'k> {
             return 0;
         };
         let values = struct_of(class, fields);
-        let k = self.fresh_key();
+        let k = if class_name == "jdk.types.StackTrace" {
+            self.fresh_stack_key(class.id)
+        } else {
+            self.fresh_key()
+        };
         self.defined.insert((class.id, k));
         self.entries.entry(class.id).or_default().push((k, values));
         k
@@ -427,6 +459,12 @@ pub fn rewrite_chunk(
         .map(|(i, s)| (s.record_offset, i))
         .collect();
     let mut last_checkpoint: Option<usize> = None;
+    // The output has no `nativeStackTrace` field: its pool would be unused, and some readers
+    // (async-profiler's converter) fail on a pool of a type no event refers to.
+    let native_stack_class = chunk
+        .metadata
+        .class_by_name("jdk.NativeStackTrace")
+        .map(|c| c.id);
     let mut body = Vec::with_capacity(chunk.bytes.len());
     body.resize(HEADER_SIZE, 0);
     for record in chunk.records() {
@@ -447,7 +485,8 @@ pub fn rewrite_chunk(
                     &mut payload,
                     last_checkpoint.map_or(0, |p| p as i64 - here as i64),
                 );
-                payload.extend_from_slice(rest);
+                let unused = [native_stack_class];
+                payload.extend_from_slice(&without_pools(chunk, &mut c, rest, &unused)?);
                 append_record(&mut body, 1, &payload);
                 last_checkpoint = Some(here);
             }
@@ -516,6 +555,13 @@ pub fn rewrite_chunk(
         append_record(&mut body, 1, &payload);
         last_checkpoint = Some(here);
     }
+    drop(constants);
+    keys.previous_stack_keys = chunk
+        .metadata
+        .class_by_name("jdk.types.StackTrace")
+        .and_then(|c| chunk.pools.get(&c.id))
+        .map(|pool| pool.keys().copied().collect())
+        .unwrap_or_default();
     if let Some(id) = output_md.symbolization_id {
         let mut payload = Vec::new();
         let problems: Vec<String> = symbolizer
@@ -557,6 +603,46 @@ pub fn rewrite_chunk(
     out.truncate(start);
     out.extend_from_slice(&body);
     Ok(stats)
+}
+
+/// The rest of a checkpoint (`rest`: from its type mask on, `c` positioned there) without the
+/// pools of the classes in `drop`; every other pool is kept byte for byte.
+fn without_pools(
+    chunk: &Chunk<'_>,
+    c: &mut crate::jfr::cursor::Cursor<'_>,
+    rest: &[u8],
+    drop: &[Option<u64>],
+) -> Result<Vec<u8>, ReadError> {
+    let base = c.pos();
+    let mask = c.u8()?;
+    let pools = c.count()?;
+    let mut kept = Vec::new();
+    let mut dropped = false;
+    for _ in 0..pools {
+        let start = c.pos() - base;
+        let class_id = c.varint()?;
+        let count = c.count()?;
+        for _ in 0..count {
+            let _key = c.varint()?;
+            crate::jfr::value::decode_instance(c, &chunk.metadata, class_id, 0)?;
+        }
+        let end = c.pos() - base;
+        if drop.contains(&Some(class_id)) {
+            dropped = true;
+        } else {
+            kept.push(start..end);
+        }
+    }
+    if !dropped {
+        return Ok(rest.to_vec());
+    }
+    let mut out = vec![mask];
+    write_u64(&mut out, kept.len() as u64);
+    for range in kept {
+        out.extend_from_slice(&rest[range]);
+    }
+    out.extend_from_slice(&rest[c.pos() - base..]);
+    Ok(out)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -2,6 +2,7 @@
 //! on, the independent readers the tests compare against, and the stress and parity programs.
 
 pub mod flame;
+pub mod format_rules;
 pub mod golden;
 pub mod jdk;
 pub mod natives;

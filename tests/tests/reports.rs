@@ -233,3 +233,31 @@ fn a_frame_known_by_its_address_names_its_library_once() {
     }
     assert!(native >= 10, "{native} frames of libdemo.so");
 }
+
+#[test]
+fn the_symbolized_file_follows_the_rules_other_readers_need() {
+    let jdk = &oracle_jdks()[0];
+    let output = std::env::temp_dir().join(format!("jfrnative-rules-{}.jfr", std::process::id()));
+    let out = symbolize(&[
+        golden("report_totals").to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    tests::format_rules::check_reader_rules(&output);
+    // The JDK reads the 5-byte form back as -1: the line of a native frame without DWARF.
+    let events = tests::readers::cpu_sample_events(jdk, &output).unwrap();
+    let _ = std::fs::remove_file(&output);
+    let unknown_lines = events
+        .iter()
+        .flat_map(|e| {
+            e["values"]["stackTrace"]["frames"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter(|f| f["type"] == "Native" && f["method"]["type"]["name"] == "libdemo.so")
+        .inspect(|f| assert_eq!(f["lineNumber"], -1, "{f}"))
+        .count();
+    assert!(unknown_lines > 0);
+}

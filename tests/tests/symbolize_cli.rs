@@ -580,6 +580,7 @@ fn jfr_view_lists_each_native_function_once_across_chunks() {
         .and_then(|n| n.trim().parse::<u32>().ok())
         .unwrap_or(0);
     assert!(chunks >= 3, "{chunks} chunks: {summary}");
+    tests::format_rules::check_reader_rules(&output);
     let view = run(Command::new(jdk.tool("jfr"))
         .args(["view", "--width", "250", "cpu-time-hot-methods"])
         .arg(&output))

@@ -25,7 +25,11 @@ fn encode_at(md: &Metadata, class_id: u64, value: &Value, out: &mut Vec<u8>, dep
     match (class.name.as_str(), value) {
         ("boolean", v) => out.push(u8::from(v.as_bool().unwrap_or(false))),
         ("byte", v) => out.push(v.as_i64().unwrap_or(0) as u8),
-        ("char" | "short" | "int" | "long", v) => write_i64(out, v.as_i64().unwrap_or(0)),
+        // Narrow types as HotSpot writes them: the bit pattern of their own width, so that a
+        // negative `int` takes 5 bytes, not 9.
+        ("char" | "short", v) => write_u64(out, u64::from(v.as_i64().unwrap_or(0) as u16)),
+        ("int", v) => write_u64(out, u64::from(v.as_i64().unwrap_or(0) as u32)),
+        ("long", v) => write_i64(out, v.as_i64().unwrap_or(0)),
         ("float", Value::Float(f)) => out.extend_from_slice(&(*f as f32).to_bits().to_be_bytes()),
         ("float", _) => out.extend_from_slice(&[0; 4]),
         ("double", Value::Float(f)) => out.extend_from_slice(&f.to_bits().to_be_bytes()),

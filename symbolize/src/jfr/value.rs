@@ -64,7 +64,12 @@ pub fn decode_instance(
     match class.name.as_str() {
         "boolean" => return Ok(Value::Bool(c.u8()? != 0)),
         "byte" => return Ok(Value::Int(i64::from(c.u8()? as i8))),
-        "char" | "short" | "int" | "long" => return Ok(Value::Int(c.varint_i64()?)),
+        // HotSpot writes the bit pattern of the type's own width (an `int` -1 is 5 bytes):
+        // narrow before widening, so that it reads back as -1, not 4294967295.
+        "char" => return Ok(Value::Int(i64::from(c.varint_i64()? as u16))),
+        "short" => return Ok(Value::Int(i64::from(c.varint_i64()? as i16))),
+        "int" => return Ok(Value::Int(i64::from(c.varint_i64()? as i32))),
+        "long" => return Ok(Value::Int(c.varint_i64()?)),
         "float" => return Ok(Value::Float(f64::from(f32::from_bits(c.be_u32()?)))),
         "double" => return Ok(Value::Float(f64::from_bits(c.be_u64()?))),
         "java.lang.String" => return Ok(Value::Str(c.string()?)),
