@@ -5,7 +5,23 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use symbolize::LibraryRef;
+
 use crate::readers::run;
+
+/// Where the tests pretend each test library was mapped.
+pub const BASE: u64 = 0x7f12_3400_0000;
+
+/// `path` as a recording would list it, mapped at [`BASE`] from file offset 0.
+pub fn library(path: &Path, build_id: Option<String>) -> LibraryRef {
+    LibraryRef {
+        path: path.display().to_string(),
+        base: BASE,
+        top: BASE + 0x10_0000,
+        build_id,
+        file_offset: 0,
+    }
+}
 
 /// Every variant of the test library.
 #[derive(Debug, Clone)]

@@ -99,6 +99,16 @@ pub fn tool_binary(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Runs `jfr-symbolize` with `args`, without `DEBUGINFOD_URLS` (so that no test asks a server
+/// of the environment), and returns its output.
+pub fn jfr_symbolize(args: &[&str]) -> Output {
+    Command::new(tool_binary("jfr-symbolize"))
+        .env_remove("DEBUGINFOD_URLS")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running jfr-symbolize: {e}"))
+}
+
 /// `java [jvm_args] -agentpath:...=agent_options Burner seconds threads`.
 pub fn java_with_agent(
     jdk: &Jdk,

@@ -17,21 +17,8 @@ use std::time::{Duration, Instant};
 use symbolize::resolve::Frame;
 use symbolize::{Debuginfod, LibraryRef, Options, Symbolizer};
 use tests::readers::run;
-use tests::symlibs::{binutils_addr2line, build_id, sym_libs};
+use tests::symlibs::{binutils_addr2line, build_id, library, sym_libs, BASE};
 use tests::workload::functions;
-
-/// Where the tests pretend each library was mapped.
-const BASE: u64 = 0x7f12_3400_0000;
-
-fn library(path: &Path, build_id: Option<String>) -> LibraryRef {
-    LibraryRef {
-        path: path.display().to_string(),
-        base: BASE,
-        top: BASE + 0x10_0000,
-        build_id,
-        file_offset: 0,
-    }
-}
 
 /// A fresh directory for one test.
 fn scratch(name: &str) -> PathBuf {

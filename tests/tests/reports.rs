@@ -4,27 +4,19 @@
 //! kind of missing part is counted apart, under a placeholder frame that names it.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 use tests::jdk::oracle_jdks;
 use tests::readers::{jfr_json, run};
-use tests::workload::tool_binary;
+use tests::workload::jfr_symbolize;
 
 fn golden(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../testdata/golden/{name}.jfr"))
 }
 
-fn symbolize(args: &[&str]) -> Output {
-    Command::new(tool_binary("jfr-symbolize"))
-        .env_remove("DEBUGINFOD_URLS")
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn stdout_of(args: &[&str]) -> String {
-    let out = symbolize(args);
+    let out = jfr_symbolize(args);
     assert!(
         out.status.success(),
         "{args:?}: {}",
@@ -148,7 +140,7 @@ fn every_format_counts_every_sample_lost_ones_included() {
 
     let svg_path =
         std::env::temp_dir().join(format!("jfrnative-reports-{}.svg", std::process::id()));
-    let out = symbolize(&[file, "-o", svg_path.to_str().unwrap()]);
+    let out = jfr_symbolize(&[file, "-o", svg_path.to_str().unwrap()]);
     assert!(out.status.success());
     let svg = std::fs::read_to_string(&svg_path).unwrap();
     let _ = std::fs::remove_file(&svg_path);
@@ -201,7 +193,7 @@ fn a_filter_keeps_the_lost_samples_of_the_threads_it_keeps() {
 fn a_frame_known_by_its_address_names_its_library_once() {
     let jdk = &oracle_jdks()[0];
     let output = std::env::temp_dir().join(format!("jfrnative-reports-{}.jfr", std::process::id()));
-    let out = symbolize(&[
+    let out = jfr_symbolize(&[
         golden("report_totals").to_str().unwrap(),
         "-o",
         output.to_str().unwrap(),
@@ -238,7 +230,7 @@ fn a_frame_known_by_its_address_names_its_library_once() {
 fn the_symbolized_file_follows_the_rules_other_readers_need() {
     let jdk = &oracle_jdks()[0];
     let output = std::env::temp_dir().join(format!("jfrnative-rules-{}.jfr", std::process::id()));
-    let out = symbolize(&[
+    let out = jfr_symbolize(&[
         golden("report_totals").to_str().unwrap(),
         "-o",
         output.to_str().unwrap(),

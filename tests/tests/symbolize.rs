@@ -8,22 +8,10 @@ use std::path::{Path, PathBuf};
 use symbolize::resolve::Frame;
 use symbolize::{LibraryRef, Options, Symbolizer};
 use tests::symlibs::{
-    binutils_addr2line, build_id, debug_info_compression, llvm_symbolizer, sym_libs, RefFrame,
+    binutils_addr2line, build_id, debug_info_compression, library, llvm_symbolizer, sym_libs,
+    RefFrame, BASE,
 };
 use tests::workload::functions;
-
-/// Where the tests pretend each library was mapped.
-const BASE: u64 = 0x7f12_3400_0000;
-
-fn library(path: &Path, build_id: Option<String>) -> LibraryRef {
-    LibraryRef {
-        path: path.display().to_string(),
-        base: BASE,
-        top: BASE + 0x10_0000,
-        build_id,
-        file_offset: 0,
-    }
-}
 
 fn symbolizer(debug_dirs: &[&Path]) -> Symbolizer {
     Symbolizer::new(Options {

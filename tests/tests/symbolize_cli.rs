@@ -3,7 +3,7 @@
 //! damaged input; no panic on mutated input.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -11,7 +11,7 @@ use symbolize::report::Filter;
 use symbolize::{Options, Symbolizer};
 use tests::jdk::{oracle_jdks, Jdk};
 use tests::readers::{cpu_sample_events, jfr_json, run};
-use tests::workload::{run_workload, tool_binary};
+use tests::workload::{jfr_symbolize, run_workload, tool_binary};
 
 const CHAIN: [&str; 4] = ["level3", "level2", "level1", "Java_Burner_nativeBurn"];
 
@@ -39,14 +39,6 @@ fn recording(jdk: &Jdk) -> PathBuf {
     );
     made.push((jdk.major, file.clone()));
     file
-}
-
-fn symbolize(args: &[&str]) -> Output {
-    Command::new(tool_binary("jfr-symbolize"))
-        .env_remove("DEBUGINFOD_URLS")
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 /// Records the Burner workload (1 s) with the JDK's own recorder into `file`, with the
@@ -104,7 +96,7 @@ fn symbolized_jfr_shows_native_frames_in_jdk_17_and_25() {
     for rec_jdk in &jdks {
         let input = recording(rec_jdk);
         let output = out_dir().join(format!("sym{}.jfr", rec_jdk.major));
-        let out = symbolize(&[input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+        let out = jfr_symbolize(&[input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
         assert!(
             out.status.success(),
             "{}",
@@ -249,7 +241,7 @@ fn every_view_reports_the_native_chain_weighted_by_cpu_time() {
         .filter(|s| s.thread == "w-native")
         .count() as u64;
 
-    let folded = symbolize(&[input.to_str().unwrap(), "--format", "collapsed"]);
+    let folded = jfr_symbolize(&[input.to_str().unwrap(), "--format", "collapsed"]);
     assert!(folded.status.success());
     let folded = String::from_utf8(folded.stdout).unwrap();
     let total: u64 = folded
@@ -263,7 +255,7 @@ fn every_view_reports_the_native_chain_weighted_by_cpu_time() {
     let chain_line = "Burner.nativeBurn;Java_Burner_nativeBurn;level1;level2;level3 ";
     assert!(folded.contains(chain_line), "{folded}");
 
-    let by_thread = symbolize(&[
+    let by_thread = jfr_symbolize(&[
         input.to_str().unwrap(),
         "--format",
         "collapsed",
@@ -281,12 +273,12 @@ fn every_view_reports_the_native_chain_weighted_by_cpu_time() {
     assert_eq!(counted, native_samples);
 
     let svg = out_dir().join("flame.svg");
-    let out = symbolize(&[input.to_str().unwrap(), "-o", svg.to_str().unwrap()]);
+    let out = jfr_symbolize(&[input.to_str().unwrap(), "-o", svg.to_str().unwrap()]);
     assert!(out.status.success());
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(svg.starts_with("<?xml") && svg.contains("<svg") && svg.contains("level3"));
 
-    let json = symbolize(&[input.to_str().unwrap(), "--format", "json"]);
+    let json = jfr_symbolize(&[input.to_str().unwrap(), "--format", "json"]);
     let json: Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(
         json["total"]["samples"].as_u64(),
@@ -298,7 +290,7 @@ fn every_view_reports_the_native_chain_weighted_by_cpu_time() {
     assert_eq!(frame["name"], "level3");
     assert_eq!(frame["library"], "libburner.so");
 
-    let text = symbolize(&[input.to_str().unwrap()]);
+    let text = jfr_symbolize(&[input.to_str().unwrap()]);
     let text = String::from_utf8(text.stdout).unwrap();
     let first_native = text
         .lines()
@@ -320,7 +312,7 @@ fn damaged_input_keeps_the_chunks_before_the_damage() {
     let damaged = out_dir().join("damaged.jfr");
     std::fs::write(&damaged, &bytes[..cut]).unwrap();
     let output = out_dir().join("damaged-sym.jfr");
-    let out = symbolize(&[damaged.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+    let out = jfr_symbolize(&[damaged.to_str().unwrap(), "-o", output.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -340,14 +332,14 @@ fn damaged_input_keeps_the_chunks_before_the_damage() {
     std::fs::write(&intact, &bytes[..last.offset as usize]).unwrap();
     for ext in ["collapsed", "json", "txt", "svg"] {
         let from_damaged = out_dir().join(format!("damaged-out.{ext}"));
-        let out = symbolize(&[
+        let out = jfr_symbolize(&[
             damaged.to_str().unwrap(),
             "-o",
             from_damaged.to_str().unwrap(),
         ]);
         assert_eq!(out.status.code(), Some(2), "{ext}");
         let from_intact = out_dir().join(format!("intact-out.{ext}"));
-        let out = symbolize(&[
+        let out = jfr_symbolize(&[
             intact.to_str().unwrap(),
             "-o",
             from_intact.to_str().unwrap(),
@@ -368,11 +360,11 @@ fn damaged_input_keeps_the_chunks_before_the_damage() {
 
     let garbage = out_dir().join("garbage.jfr");
     std::fs::write(&garbage, b"this is not a recording").unwrap();
-    let out = symbolize(&[garbage.to_str().unwrap()]);
+    let out = jfr_symbolize(&[garbage.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a JFR chunk"));
 
-    let missing = symbolize(&["/nonexistent/x.jfr"]);
+    let missing = jfr_symbolize(&["/nonexistent/x.jfr"]);
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read /nonexistent/x.jfr"));
 }
@@ -388,7 +380,7 @@ fn unreadable_input_leaves_the_output_alone() {
     for format in ["jfr", "txt", "svg", "json", "collapsed"] {
         let existing = dir.join(format!("existing.{format}"));
         std::fs::write(&existing, b"an earlier result").unwrap();
-        let out = symbolize(&[empty.to_str().unwrap(), "-o", existing.to_str().unwrap()]);
+        let out = jfr_symbolize(&[empty.to_str().unwrap(), "-o", existing.to_str().unwrap()]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{format}: {stderr}");
         assert!(stderr.contains("left as it was"), "{format}: {stderr}");
@@ -398,7 +390,7 @@ fn unreadable_input_leaves_the_output_alone() {
             "{format}"
         );
         let fresh = dir.join(format!("fresh.{format}"));
-        let out = symbolize(&[empty.to_str().unwrap(), "-o", fresh.to_str().unwrap()]);
+        let out = jfr_symbolize(&[empty.to_str().unwrap(), "-o", fresh.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(2), "{format}");
         assert!(
             !fresh.exists(),
@@ -407,7 +399,7 @@ fn unreadable_input_leaves_the_output_alone() {
     }
     let jdk = &oracle_jdks()[0];
     let replaced = dir.join("existing.txt");
-    let out = symbolize(&[
+    let out = jfr_symbolize(&[
         recording(jdk).to_str().unwrap(),
         "-o",
         replaced.to_str().unwrap(),
@@ -499,7 +491,7 @@ fn a_jdk_recording_is_copied_with_every_event_kept() {
         let input = out_dir().join(format!("jdk{}-own.jfr", jdk.major));
         jdk_own_recording(&jdk, &input, &["settings=profile"]);
         let output = out_dir().join(format!("jdk{}-own-sym.jfr", jdk.major));
-        let sym = symbolize(&[input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+        let sym = jfr_symbolize(&[input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
         assert!(
             sym.status.success(),
             "{}",
@@ -557,7 +549,7 @@ fn lost_samples_are_counted_as_the_jdk_reads_them() {
         .map(|e| e["values"]["lostSamples"].as_i64().unwrap())
         .sum();
     assert!(expected > 0);
-    let out = symbolize(&[golden.to_str().unwrap(), "--format", "json"]);
+    let out = jfr_symbolize(&[golden.to_str().unwrap(), "--format", "json"]);
     let ours: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(ours["lostSamples"].as_i64(), Some(expected));
 }
@@ -571,7 +563,7 @@ fn jfr_view_lists_each_native_function_once_across_chunks() {
     };
     let input = recording(&jdk);
     let output = out_dir().join("view-sym.jfr");
-    let out = symbolize(&[input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+    let out = jfr_symbolize(&[input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
     assert!(out.status.success());
     let summary = run(Command::new(jdk.tool("jfr")).arg("summary").arg(&output)).unwrap();
     let chunks = summary
@@ -610,10 +602,10 @@ fn the_flame_graph_colours_frames_by_kind_with_a_legend() {
     let jdk = &oracle_jdks()[0];
     let input = recording(jdk);
     let svg_path = out_dir().join("kinds.svg");
-    let out = symbolize(&[input.to_str().unwrap(), "-o", svg_path.to_str().unwrap()]);
+    let out = jfr_symbolize(&[input.to_str().unwrap(), "-o", svg_path.to_str().unwrap()]);
     assert!(out.status.success());
     let svg = std::fs::read_to_string(&svg_path).unwrap();
-    let json = symbolize(&[input.to_str().unwrap(), "--format", "json"]);
+    let json = jfr_symbolize(&[input.to_str().unwrap(), "--format", "json"]);
     let json: Value = serde_json::from_slice(&json.stdout).unwrap();
     let checked = tests::flame::kinds_by_colour(&svg, &json);
     for kind in ["jit", "interpreted", "native", "java-native"] {
@@ -629,7 +621,7 @@ fn the_flame_graph_colours_frames_by_kind_with_a_legend() {
 fn reports_show_each_stack_once_and_java_lines() {
     let jdk = &oracle_jdks()[0];
     let input = recording(jdk);
-    let text = symbolize(&[input.to_str().unwrap(), "--top", "30"]);
+    let text = jfr_symbolize(&[input.to_str().unwrap(), "--top", "30"]);
     let text = String::from_utf8(text.stdout).unwrap();
     let section = text
         .split("Top stacks")
@@ -656,7 +648,7 @@ fn reports_show_each_stack_once_and_java_lines() {
         "a stack listed twice:\n{text}"
     );
 
-    let json = symbolize(&[input.to_str().unwrap(), "--format", "json"]);
+    let json = jfr_symbolize(&[input.to_str().unwrap(), "--format", "json"]);
     let json: Value = serde_json::from_slice(&json.stdout).unwrap();
     let java_lines = json["frames"]
         .as_array()
@@ -667,7 +659,7 @@ fn reports_show_each_stack_once_and_java_lines() {
         .count();
     assert!(java_lines > 0, "no Java frame has its line");
 
-    let folded = symbolize(&[input.to_str().unwrap(), "--format", "collapsed"]);
+    let folded = jfr_symbolize(&[input.to_str().unwrap(), "--format", "collapsed"]);
     let folded = String::from_utf8(folded.stdout).unwrap();
     let mut seen = std::collections::HashSet::new();
     for line in folded.lines() {
@@ -705,7 +697,7 @@ fn a_jdk_recording_gets_its_java_profile_and_the_hint() {
                     })
                     .unwrap_or(0)
             };
-            let text = symbolize(&[input.to_str().unwrap()]);
+            let text = jfr_symbolize(&[input.to_str().unwrap()]);
             assert!(text.status.success(), "{what}");
             let text = String::from_utf8(text.stdout).unwrap();
             let java_methods = text.split("Top Java methods").nth(1).unwrap_or("");

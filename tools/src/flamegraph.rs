@@ -91,7 +91,8 @@ pub fn write(
     let mut palette = PaletteMap::default();
     let mut kinds = Vec::new();
     for frame in agg.frames.iter() {
-        let name = display_name(frame, &overloaded).replace(';', ":");
+        // The name as the folded lines give it to inferno.
+        let name = collapsed::folded(&display_name(frame, &overloaded));
         let (r, g, b) = frame_color(frame.kind, &name);
         palette.insert(&name, Color { r, g, b });
         if !kinds.contains(&frame.kind) {

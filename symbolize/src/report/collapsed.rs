@@ -26,6 +26,12 @@ impl Unit {
     }
 }
 
+/// A frame's text in a folded line: ';' separates frames, so it becomes ':'. Readers split
+/// the weight off at the last space, so spaces inside names (C++ signatures) are kept.
+pub fn folded(name: &str) -> String {
+    name.replace(';', ":")
+}
+
 /// One line per distinct folded text, root first, sorted, with the weights of every stack that
 /// folds to it summed (stacks that differ only in line numbers, which the text does not show,
 /// give one line). `name` gives the text of a frame; ';' in it becomes ':'.
@@ -35,7 +41,7 @@ pub fn lines(
     name: &dyn Fn(&FrameKey) -> String,
 ) -> Vec<(String, u64)> {
     let unit = unit.for_aggregate(agg);
-    let mut folded: FxHashMap<String, u64> = FxHashMap::default();
+    let mut by_text: FxHashMap<String, u64> = FxHashMap::default();
     for (stack, w) in &agg.stacks {
         let mut line = String::new();
         for (i, &id) in stack.iter().rev().enumerate() {
@@ -45,17 +51,15 @@ pub fn lines(
             let Some(frame) = agg.frames.get_index(id as usize) else {
                 continue;
             };
-            // ';' separates frames; readers split the weight off at the last space, so
-            // spaces inside names (C++ signatures) are kept.
-            line.extend(name(frame).chars().map(|c| if c == ';' { ':' } else { c }));
+            line.push_str(&folded(&name(frame)));
         }
         let weight = match unit {
             Unit::CpuNanos => w.cpu_ns,
             Unit::Samples => w.samples,
         };
-        *folded.entry(line).or_default() += weight;
+        *by_text.entry(line).or_default() += weight;
     }
-    let mut lines: Vec<(String, u64)> = folded.into_iter().filter(|(_, w)| *w > 0).collect();
+    let mut lines: Vec<(String, u64)> = by_text.into_iter().filter(|(_, w)| *w > 0).collect();
     lines.sort();
     lines
 }

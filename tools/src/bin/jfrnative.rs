@@ -57,9 +57,9 @@ struct Common {
 }
 
 impl Common {
-    /// A recording into `output` with these options, checked before anything starts.
+    /// A recording into `output` with these options (checked by `main` before any command
+    /// starts).
     fn session(&self, output: &Path) -> Result<Session, String> {
-        self.agent_flags.validate()?;
         Session::new(self.agent.as_deref(), output, self.agent_flags.pairs())
     }
 }
