@@ -2,8 +2,6 @@
 //! chunks (header, events, metadata, one checkpoint) to the output in one piece, so the output
 //! never holds a partial chunk that a crash could leave behind.
 
-use std::io::Write;
-
 use crate::clock::Clock;
 use crate::constants::*;
 use crate::error::{Error, Result};
@@ -11,6 +9,7 @@ use crate::events::{Encoder, Event, EventType};
 use crate::ids::*;
 use crate::leb128;
 use crate::metadata::Metadata;
+use crate::output::ChunkOutput;
 use crate::types::{all_types, NativeStackEncoding};
 
 /// Chunk header size in bytes.
@@ -40,7 +39,7 @@ pub struct Totals {
 }
 
 /// A JFR recording being written to `W`, one chunk at a time.
-pub struct Recording<W: Write> {
+pub struct Recording<W: ChunkOutput> {
     out: Option<W>,
     options: RecordingOptions,
     metadata: Metadata,
@@ -59,7 +58,7 @@ pub struct Recording<W: Write> {
     totals: Totals,
 }
 
-impl<W: Write> Recording<W> {
+impl<W: ChunkOutput> Recording<W> {
     /// Starts a recording whose first chunk begins at `start_ticks`.
     pub fn new(out: W, options: RecordingOptions, start_ticks: i64) -> Result<Recording<W>> {
         let metadata = Metadata::new(all_types(options.native_stack_encoding))?;
@@ -103,6 +102,11 @@ impl<W: Write> Recording<W> {
             scratch: Vec::with_capacity(256),
             totals: Totals::default(),
         })
+    }
+
+    /// Where the finished chunks go.
+    pub fn output(&self) -> Option<&W> {
+        self.out.as_ref()
     }
 
     /// The recording's options.
@@ -233,8 +237,7 @@ impl<W: Write> Recording<W> {
         if self.chunk_events > 0 || self.totals.chunks == 0 {
             self.write_chunk(now_ticks, true)?;
         }
-        let mut out = self.out.take().ok_or(Error::Finished)?;
-        out.flush()?;
+        let out = self.out.take().ok_or(Error::Finished)?;
         Ok((out, self.totals))
     }
 
@@ -277,8 +280,7 @@ impl<W: Write> Recording<W> {
         };
         self.chunk[..HEADER_SIZE].copy_from_slice(&header.to_bytes());
         let out = self.out.as_mut().ok_or(Error::Finished)?;
-        out.write_all(&self.chunk)?;
-        out.flush()?;
+        out.write_chunk(&self.chunk)?;
 
         self.totals.chunks += 1;
         self.totals.events += self.chunk_events;

@@ -12,13 +12,13 @@ use crate::hotspot::{self, codecache};
 use crate::jvmti::sys::*;
 use crate::jvmti::{JObject, Jni, JniEnv, Jvmti, JvmtiEnvPtr, JvmtiEventCallbacks, Vm};
 use crate::options::{self, Command, Options};
-use crate::os::{self, ThreadTimer};
+use crate::os;
 use crate::signal::{self, RECORDING};
 use crate::slots::{Identity, Slot, FREE, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
 use crate::stack::ThreadStack;
 use crate::stats::STATS;
 use crate::status::{self, State};
-use crate::{agct, buffers, fault, ffi_guard};
+use crate::{agct, buffers, engine, fault, ffi_guard};
 
 struct Agent {
     vm: Vm,
@@ -66,11 +66,9 @@ pub fn load(vm: Vm, option_text: &str, live: bool) -> Result<(), String> {
     result
 }
 
-/// Fails early, not at the first chunk, if the file cannot be written.
+/// Fails early, not at the first chunk, if the output cannot be written.
 fn check_file(options: &Options) -> Result<(), String> {
-    std::fs::File::create(&options.file)
-        .map(drop)
-        .map_err(|e| format!("jfr-native: cannot write file={}: {e}", options.file))
+    crate::output::check(options)
 }
 
 /// A load while the agent is installed: stop the recording, or start a new one.
@@ -434,6 +432,12 @@ fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> R
     }
     STATS.reset();
     signal::USE_CFI.store(options.cstack == options::CStack::Dwarf, Ordering::Release);
+    signal::INTERVAL_NS.store(options.interval_ns, Ordering::Release);
+    // Tried on this thread before any is armed; perf refused is said once and the recording
+    // goes on with timers.
+    if let (_, Some(message)) = engine::choose(options.engine, options.interval_ns) {
+        eprintln!("{message}");
+    }
     agent.stop.store(false, Ordering::Release);
     let options_depth = (options.depth, options.native_depth);
     // Before the first code map is read: JIT code is known by the code cache's bounds.
@@ -602,8 +606,7 @@ fn arm_thread(
     {
         if reused.is_none() {
             slot.set_identity(identity.clone());
-            slot.dropped_weight.store(0, Ordering::Relaxed);
-            slot.skipped_weight.store(0, Ordering::Relaxed);
+            slot.reset_lost();
             reused = Some(slot);
         } else {
             slot.disarm();
@@ -635,16 +638,10 @@ fn arm_thread(
             slot
         }
     };
-    match ThreadTimer::create(tid, agent.signal, slot.signal_value()) {
-        Ok(timer) => {
-            // The slot knows the timer's id before the first signal can arrive.
-            slot.set_timer(timer);
-            if let Err(e) = timer.arm(o.interval_ns) {
-                eprintln!("jfr-native: arming the CPU timer of thread {tid} failed: {e}");
-                slot.disarm();
-            }
-        }
-        Err(e) => eprintln!("jfr-native: creating the CPU timer of thread {tid} failed: {e}"),
+    let armed = engine::sampler_for(tid, agent.signal, o.interval_ns, slot.signal_value())
+        .and_then(|sampler| slot.arm(sampler, o.interval_ns, engine::thread_cpu_ns(tid)));
+    if let Err(e) = armed {
+        eprintln!("jfr-native: arming the sampling of thread {tid} failed: {e}");
     }
 }
 
@@ -665,9 +662,8 @@ fn unregister_current_thread() {
 fn stop(agent: &'static Agent) {
     RECORDING.store(false, Ordering::SeqCst);
     if let Ok(slots) = SLOTS.lock() {
-        for slot in slots.iter() {
-            slot.disarm();
-        }
+        let detached = slots.iter().filter_map(|slot| slot.detach()).collect();
+        crate::slots::retire(detached);
     }
     // A handler that passed its RECORDING check before the store above finishes its record
     // now; the writer's last drain below then sees it.

@@ -17,6 +17,7 @@ use crate::jvmti::Jvmti;
 use crate::methods::Methods;
 use crate::options::{CStack, NStack, Options};
 use crate::os;
+use crate::output::Output;
 use crate::signal::{self, unpack_meta, unpack_owner, FLAG_JAVA_CUT, FLAG_VM_WALK};
 use crate::slots::{slot_at, Slot, FREE, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
 use crate::stats::{self, STATS};
@@ -43,6 +44,15 @@ pub fn clock() -> Clock {
     }
 }
 
+/// A duration as the `interval` option writes it: `10ms`, `250us`, `1500ns`.
+fn duration_text(ns: u64) -> String {
+    match ns {
+        _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
+        _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
+        _ => format!("{ns}ns"),
+    }
+}
+
 fn ticks_now() -> i64 {
     os::monotonic_ns() / 1_000
 }
@@ -50,8 +60,8 @@ fn ticks_now() -> i64 {
 /// Per-thread state of the drain.
 struct ThreadState {
     thread: ThreadId,
-    /// Weight already reported lost, by [`LostReason`].
-    reported_lost: [u64; 2],
+    /// (CPU ns, samples) already reported lost, by reason ([`LOST_REASONS`]).
+    reported_lost: [(u64, u64); 2],
 }
 
 /// Why samples were lost, with the `reason` text of `jdk.CPUTimeSamplesLost`.
@@ -64,8 +74,10 @@ pub struct Summary {
     pub samples: u64,
     /// Sum of `samplingPeriod`, ns.
     pub cpu_ns: u64,
-    /// CPU weight lost (in intervals: samples the timers asked for and that were not taken).
+    /// Samples lost (the engine asked for them and they were not taken).
     pub lost: u64,
+    /// CPU time of the lost samples, ns.
+    pub lost_ns: u64,
     /// Records of an earlier recording found in the buffers (left out).
     pub stale: u64,
     /// Samples whose Java stack could not be taken.
@@ -86,8 +98,11 @@ pub struct Summary {
     pub typed_frames: u64,
     /// The unwind tables (`cstack=dwarf`).
     pub tables: Option<TableStats>,
-    /// The sampling interval, ns.
-    pub interval_ns: u64,
+    /// The engine that signalled the samples.
+    pub engine: &'static str,
+    /// A directory recording's chunk files at the end: (files kept, their bytes, files removed
+    /// by `maxsize`/`maxage`).
+    pub files: Option<(usize, u64, u64)>,
     /// What the code maps and unwind tables retain at the end.
     pub retained: Retained,
     /// Build ids cached for `jdk.NativeLibrary` events at the end.
@@ -121,7 +136,7 @@ impl System {
 
 /// The drain's state.
 pub struct Drain {
-    rec: Recording<File>,
+    rec: Recording<Output>,
     jvmti: Jvmti,
     options: Options,
     methods: Methods,
@@ -144,9 +159,9 @@ pub struct Drain {
 impl Drain {
     /// Opens the output and writes the first chunk's context.
     pub fn new(jvmti: Jvmti, options: Options, clock: Clock) -> io::Result<Drain> {
-        let file = File::create(&options.file)?;
+        let output = Output::open(&options)?;
         let rec = Recording::new(
-            file,
+            output,
             RecordingOptions {
                 clock,
                 native_stack_encoding: match options.nstack {
@@ -246,13 +261,38 @@ impl Drain {
             name: "jfr-native",
             destination: Some(&self.options.file),
             disk: true,
-            max_age_ms: 0,
+            max_age_ms: self
+                .options
+                .repository
+                .and_then(|r| r.max_age_ns)
+                .map_or(0, |ns| (ns / 1_000_000) as i64),
             flush_interval_ms: (self.options.chunk.duration_ns / 1_000_000) as i64,
-            max_size_bytes: 0,
+            max_size_bytes: self
+                .options
+                .repository
+                .map_or(0, |r| r.max_size_bytes as i64),
             recording_start_ms: self.rec.options().clock.origin_epoch_nanos / 1_000_000,
             recording_duration_ms: 0,
         });
-        for (name, value) in self.options.given.clone() {
+        // The interval and the engine in effect (perf may have been refused), given or not, so
+        // that readers know them; then the other options as given.
+        let effective = [
+            (
+                "interval".to_string(),
+                duration_text(self.options.interval_ns),
+            ),
+            (
+                "engine".to_string(),
+                crate::engine::current().engine().name().to_string(),
+            ),
+        ];
+        let given = self
+            .options
+            .given
+            .iter()
+            .filter(|(k, _)| k != "engine" && k != "interval")
+            .cloned();
+        for (name, value) in effective.into_iter().chain(given) {
             self.rec.write(&ActiveSetting {
                 start_ticks: now,
                 event_type_id: sample_type,
@@ -294,7 +334,7 @@ impl Drain {
             slot.index(),
             ThreadState {
                 thread,
-                reported_lost: [0; 2],
+                reported_lost: [(0, 0); 2],
             },
         );
         thread
@@ -348,33 +388,34 @@ impl Drain {
             self.record = record;
         }
         for slot in slots {
-            let lost = [
-                slot.dropped_weight.load(Ordering::Relaxed),
-                slot.skipped_weight.load(Ordering::Relaxed),
-            ];
-            if lost == [0, 0] && !self.threads.contains_key(&slot.index()) {
+            let lost = [slot.dropped.get(), slot.skipped.get()];
+            if lost == [(0, 0); 2] && !self.threads.contains_key(&slot.index()) {
                 continue;
             }
             let thread = self.thread_id(slot);
-            for (reason, total) in lost.into_iter().enumerate() {
+            for (reason, (cpu_ns, samples)) in lost.into_iter().enumerate() {
                 let Some(state) = self.threads.get_mut(&slot.index()) else {
                     break;
                 };
                 let Some(reported) = state.reported_lost.get_mut(reason) else {
                     break;
                 };
-                let new = total.saturating_sub(*reported);
-                if new == 0 {
+                let (new_ns, new_samples) = (
+                    cpu_ns.saturating_sub(reported.0),
+                    samples.saturating_sub(reported.1),
+                );
+                if new_samples == 0 {
                     continue;
                 }
-                *reported = total;
-                self.summary.lost += new;
+                *reported = (cpu_ns, samples);
+                self.summary.lost += new_samples;
+                self.summary.lost_ns += new_ns;
                 self.rec.write(&CpuTimeSamplesLost {
                     start_ticks: ticks_now(),
-                    lost_samples: i32::try_from(new).unwrap_or(i32::MAX),
+                    lost_samples: i32::try_from(new_samples).unwrap_or(i32::MAX),
                     thread: Some(thread),
                     reason: LOST_REASONS.get(reason).copied().unwrap_or_default(),
-                    lost_cpu_ns: self.options.interval_ns.saturating_mul(new),
+                    lost_cpu_ns: new_ns,
                 });
             }
         }
@@ -433,7 +474,9 @@ impl Drain {
         self.summary.vm_walk_cut += u64::from(from_vm && cut);
         self.summary.outside_java += u64::from(from_vm && self.java.is_empty());
         let native = self.rec.native_stack_trace(pcs, stop.truncated());
-        let period_ns = self.options.interval_ns.saturating_mul(weight);
+        // The sample's CPU weight, ns: the timer's interval × (1 + overruns), or the thread's
+        // CPU time since its previous perf sample.
+        let period_ns = weight;
         self.rec.write(&CpuTimeSample {
             start_ticks: (time_ns as i64) / 1_000,
             stack_trace,
@@ -493,9 +536,9 @@ impl Drain {
     /// Writes the last chunk and the final status; returns the summary and the file's totals.
     pub fn finish(mut self) -> (Summary, jfr_writer::Result<Totals>) {
         self.drain_all();
-        let summary = Summary {
+        let mut summary = Summary {
             tables: watcher::table_stats(),
-            interval_ns: self.options.interval_ns,
+            engine: crate::engine::current().describe(),
             retained: codemap::retained(),
             build_ids: self.build_ids.len(),
             ..self.summary
@@ -505,7 +548,10 @@ impl Drain {
         let result = self
             .rec
             .finish_with_totals(ticks_now())
-            .map(|(_, totals)| totals);
+            .map(|(output, totals)| {
+                summary.files = output.kept();
+                totals
+            });
         if let Some(path) = status_path {
             match &result {
                 Ok(totals) => status::write(
@@ -528,11 +574,11 @@ impl Drain {
 pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
     let mut text = format!(
         "jfr-native: wrote {file}: {} samples ({:.1} CPU-s) in {chunks} chunks; lost {:.1} CPU-s \
-         ({} intervals); Java stack failed {}; native stack truncated {}; thread slots created {}, \
+         ({} samples); Java stack failed {}; native stack truncated {}; thread slots created {}, \
          reused {}",
         s.samples,
         s.cpu_ns as f64 / 1e9,
-        s.lost as f64 * s.interval_ns as f64 / 1e9,
+        s.lost_ns as f64 / 1e9,
         s.lost,
         s.failed,
         STATS.native_truncated.load(Ordering::Relaxed),
@@ -570,6 +616,13 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
     if !skipped.is_empty() {
         text.push_str(&format!("\n  {}", skipped.join("; ")));
     }
+    if let Some((kept, bytes, removed)) = s.files {
+        text.push_str(&format!(
+            "\n  chunk files: {kept} kept ({:.1} MB), {removed} removed by maxsize/maxage",
+            bytes as f64 / 1e6
+        ));
+    }
+    text.push_str(&format!("\n  engine: {}", s.engine));
     if let (Some(p50), Some(p99)) = (
         stats::walk_time_quantile_ns(0.5),
         stats::walk_time_quantile_ns(0.99),

@@ -5,9 +5,10 @@
 //!
 //! `java -agentpath:libjfrnative.so=file=out.jfr,interval=10ms ...`; options in [`options`].
 //!
-//! A sample's way: per-thread CPU timer (`timer_create` on the thread's CPU clock,
-//! `SIGEV_THREAD_ID`, carrying the thread's slot index) → signal on that thread →
-//! `signal::on_sample`: checks that the signal is the agent's own timer's ([`slots`]) and that
+//! A sample's way: a per-thread perf `task-clock` counter ([`perf`], `engine=perf`, the default)
+//! or CPU timer (`timer_create` on the thread's CPU clock, `SIGEV_THREAD_ID`, carrying the
+//! thread's slot index; `engine=timer`, or where perf is refused: [`engine`]) → signal on that
+//! thread → `signal::on_sample`: checks that the signal is the agent's own ([`slots`]) and that
 //! enough stack is left ([`stack`]), walks the native frames within the thread's stack bounds
 //! ([`unwind`]; tables kept current by `unwind::watcher`; reads that fault are recovered by
 //! [`fault`]), calls AsyncGetCallTrace ([`agct`]), writes one record into a shared ring
@@ -15,7 +16,7 @@
 //! through `jfr-writer`, rotating chunks. Threads that ran before an attach are found through
 //! HotSpot's own structure descriptions ([`hotspot`]).
 //!
-//! `unsafe` lives in `jvmti/`, `os`, `ucontext`, `fault` (the recoverable read and the fault
+//! `unsafe` lives in `jvmti/`, `os`, `perf` (the counters), `ucontext`, `fault` (the recoverable read and the fault
 //! hook), `slots` (the slot table), `buffers` (buffers shared by handlers), `hotspot` (reading
 //! the JVM's tables), `agct`, `codemap` (publishing and freeing snapshots), `unwind::tables`
 //! (mapping a library, copying the vDSO) and the entry points below.
@@ -25,12 +26,15 @@ mod agent;
 pub mod buffers;
 pub mod codemap;
 pub(crate) mod drain;
+pub mod engine;
 pub mod fault;
 pub mod hotspot;
 pub(crate) mod jvmti;
 pub(crate) mod methods;
 pub mod options;
 pub mod os;
+pub mod output;
+pub mod perf;
 pub mod ring;
 pub mod signal;
 pub mod slots;

@@ -3,9 +3,8 @@
 //! which is written as an unknown frame rather than guessed).
 
 use std::collections::HashMap;
-use std::io::Write;
 
-use jfr_writer::{Class, Frame, FrameType, Method, MethodId, Package, Recording};
+use jfr_writer::{ChunkOutput, Class, Frame, FrameType, Method, MethodId, Package, Recording};
 
 use crate::jvmti::{JMethodId, Jvmti, LineNumberEntry};
 
@@ -56,7 +55,7 @@ pub fn line_of(lines: &[LineNumberEntry], bci: i32) -> i32 {
 }
 
 impl Methods {
-    fn resolve<W: Write>(
+    fn resolve<W: ChunkOutput>(
         &mut self,
         jvmti: &Jvmti,
         rec: &mut Recording<W>,
@@ -115,7 +114,7 @@ impl Methods {
     }
 
     /// A placeholder for frames whose method cannot be resolved: class `<unknown>`.
-    fn unknown<W: Write>(&mut self, rec: &mut Recording<W>) -> MethodId {
+    fn unknown<W: ChunkOutput>(&mut self, rec: &mut Recording<W>) -> MethodId {
         *self.unknown.get_or_insert_with(|| {
             let name = rec.symbol("<unknown>");
             let class = rec.class(Class {
@@ -139,7 +138,7 @@ impl Methods {
     /// The JFR frame for a Java frame of a sample (`bci` is AsyncGetCallTrace's `lineno`;
     /// `kind` a `jdk.types.FrameType` key from the VM walk, or Unknown where it could not
     /// tell). Native methods are "Native" whatever the walk said.
-    pub fn frame<W: Write>(
+    pub fn frame<W: ChunkOutput>(
         &mut self,
         jvmti: &Jvmti,
         rec: &mut Recording<W>,

@@ -17,11 +17,28 @@ pub struct ChunkPolicy {
     pub size_bytes: u64,
 }
 
+/// A directory of chunk files (`file=DIR/`): each finished chunk is a file of its own, and the
+/// oldest are removed past these bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RepositoryOptions {
+    /// Keep at most this many bytes of files (0 = no bound; the newest file is always kept).
+    pub max_size_bytes: u64,
+    /// Keep files whose chunk ended at most this long ago (`None` = no bound).
+    pub max_age_ns: Option<u64>,
+}
+
+/// The size bound of a directory recording that gives neither `maxsize` nor `maxage`, as the
+/// JDK's own disk recordings.
+pub const DEFAULT_MAX_SIZE_BYTES: u64 = 250 << 20;
+
 /// Parsed agent options.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
-    /// Output path, `%p` and `%t` expanded.
+    /// Output path, `%p` and `%t` expanded: a file, or with [`Options::repository`] a
+    /// directory.
     pub file: String,
+    /// `file` names a directory of chunk files (it ends in `/` or is a directory): its bounds.
+    pub repository: Option<RepositoryOptions>,
     /// CPU time between samples of one thread.
     pub interval_ns: u64,
     /// Signal number for the timers; `None` = the first free real-time signal.
@@ -30,6 +47,8 @@ pub struct Options {
     pub depth: usize,
     /// Most native frames per sample.
     pub native_depth: usize,
+    /// What signals the samples.
+    pub engine: Engine,
     /// How native frames are unwound.
     pub cstack: CStack,
     /// How Java frames are walked.
@@ -54,6 +73,29 @@ pub enum NStack {
     Pooled,
     /// The struct in every event: larger files, one event type in JMC (`nstack=inline`).
     Inline,
+}
+
+/// What signals a thread's samples (`engine=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// A `task-clock` perf counter per thread (`perf_event_open`), driven by a high-resolution
+    /// timer: `interval` is met even below the scheduler tick (`engine=perf`, the default). Where
+    /// perf is refused (`perf_event_paranoid` 3, a seccomp filter, no perf support) the
+    /// recording uses `timer`, said once.
+    Perf,
+    /// A POSIX timer on each thread's CPU clock (`engine=timer`): expires on the scheduler tick
+    /// only (at most HZ real samples per CPU-second, the missed expirations weighed in).
+    Timer,
+}
+
+impl Engine {
+    /// The option's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Perf => "perf",
+            Engine::Timer => "timer",
+        }
+    }
 }
 
 /// How the signal handler unwinds native frames (`cstack=`).
@@ -102,7 +144,7 @@ impl fmt::Display for OptionError {
 impl std::error::Error for OptionError {}
 
 const ACCEPTED: &str =
-    "file, interval, signal, depth, native_depth, cstack, jstack, nstack, chunk, status (or the single command stop)";
+    "file, interval, engine, signal, depth, native_depth, cstack, jstack, nstack, chunk, maxsize, maxage, status (or the single command stop)";
 
 fn err(option: &str, message: impl Into<String>) -> OptionError {
     OptionError {
@@ -111,7 +153,7 @@ fn err(option: &str, message: impl Into<String>) -> OptionError {
     }
 }
 
-/// Parses `value` as a duration with a unit: `ns`, `us`, `ms` or `s`.
+/// Parses `value` as a duration with a unit: `ns`, `us`, `ms`, `s`, `m`, `h` or `d`.
 pub fn parse_duration_ns(value: &str) -> Option<u64> {
     let split = value.find(|c: char| !c.is_ascii_digit())?;
     let (number, unit) = value.split_at(split);
@@ -121,6 +163,9 @@ pub fn parse_duration_ns(value: &str) -> Option<u64> {
         "us" => 1_000,
         "ms" => 1_000_000,
         "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        "d" => 86_400_000_000_000,
         _ => return None,
     };
     n.checked_mul(scale)
@@ -209,12 +254,15 @@ pub fn status_path(options: &str, pid: u32, timestamp: &str) -> Option<String> {
 /// Parses the agent option string. `pid` and `timestamp` expand `%p` and `%t`.
 pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, OptionError> {
     let mut file = None;
+    let (mut max_size, mut max_age) = (None, None);
     let mut o = Options {
         file: String::new(),
+        repository: None,
         interval_ns: 10_000_000,
         signal: None,
         depth: 2048,
         native_depth: 128,
+        engine: Engine::Perf,
         cstack: CStack::Dwarf,
         jstack: JStack::Vm,
         nstack: NStack::Pooled,
@@ -230,6 +278,7 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
     if [
         "file",
         "interval",
+        "engine",
         "signal",
         "depth",
         "native_depth",
@@ -237,6 +286,8 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
         "jstack",
         "nstack",
         "chunk",
+        "maxsize",
+        "maxage",
         "status",
     ]
     .contains(&options.trim())
@@ -278,6 +329,18 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
                 }
                 o.signal = Some(n);
             }
+            "engine" => {
+                o.engine = match value {
+                    "perf" => Engine::Perf,
+                    "timer" => Engine::Timer,
+                    _ => {
+                        return Err(err(
+                            key,
+                            format!("'{value}' is not perf (a perf_event task-clock counter per thread, the default) or timer (a CPU timer per thread, limited to the scheduler tick)"),
+                        ))
+                    }
+                }
+            }
             "depth" => o.depth = parse_count(key, value, MAX_DEPTH)?,
             "native_depth" => o.native_depth = parse_count(key, value, MAX_NATIVE_DEPTH)?,
             "cstack" => {
@@ -318,6 +381,24 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
                 }
             }
             "chunk" => o.chunk = parse_chunk(value)?,
+            "maxsize" => {
+                max_size = Some(
+                    parse_size_bytes(value)
+                        .filter(|&b| b >= 1 << 20)
+                        .ok_or_else(|| {
+                            err(key, format!("'{value}' is not a size of at least 1mb (e.g. 250mb, 2gb)"))
+                        })?,
+                )
+            }
+            "maxage" => {
+                max_age = Some(
+                    parse_duration_ns(value)
+                        .filter(|&ns| ns >= 1_000_000_000)
+                        .ok_or_else(|| {
+                            err(key, format!("'{value}' is not a duration of at least 1s with a unit s, m, h or d (e.g. 6h)"))
+                        })?,
+                )
+            }
             "status" if value.is_empty() => return Err(err(key, "needs a path")),
             "status" => o.status = Some(expand_file(value, pid, timestamp)),
             _ => return Err(err(key, format!("unknown option; accepted: {ACCEPTED}"))),
@@ -330,6 +411,29 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
             "is required, e.g. file=out.jfr (%p = pid, %t = timestamp)",
         )
     })?;
+    let directory = o.file.ends_with('/') || std::path::Path::new(&o.file).is_dir();
+    if directory {
+        o.repository = Some(RepositoryOptions {
+            max_size_bytes: max_size.unwrap_or(if max_age.is_none() {
+                DEFAULT_MAX_SIZE_BYTES
+            } else {
+                0
+            }),
+            max_age_ns: max_age,
+        });
+    } else if let Some(option) = [("maxsize", max_size), ("maxage", max_age)]
+        .into_iter()
+        .find_map(|(name, v)| v.map(|_| name))
+    {
+        return Err(err(
+            option,
+            format!(
+                "bounds a directory of chunk files: give file=DIR/ (a path ending in '/'), not \
+                 the file {}",
+                o.file
+            ),
+        ));
+    }
     Ok(o)
 }
 
@@ -379,6 +483,8 @@ mod tests {
         assert_eq!(o.cstack, CStack::Fp);
         assert_eq!(p("file=a").unwrap().cstack, CStack::Dwarf);
         assert_eq!(p("file=a").unwrap().jstack, JStack::Vm);
+        assert_eq!(p("file=a").unwrap().engine, Engine::Perf);
+        assert_eq!(p("file=a,engine=timer").unwrap().engine, Engine::Timer);
         assert_eq!(p("file=a,jstack=agct").unwrap().jstack, JStack::Agct);
         assert_eq!(p("file=a,jstack=agct-vm").unwrap().jstack, JStack::AgctVm);
         assert_eq!(p("file=a").unwrap().nstack, NStack::Pooled);
@@ -401,6 +507,36 @@ mod tests {
     }
 
     #[test]
+    fn a_directory_keeps_a_rolling_set_of_chunk_files() {
+        let o = p("file=/tmp/rec-%p/").unwrap();
+        assert_eq!(o.file, "/tmp/rec-42/");
+        assert_eq!(
+            o.repository,
+            Some(RepositoryOptions {
+                max_size_bytes: DEFAULT_MAX_SIZE_BYTES,
+                max_age_ns: None
+            })
+        );
+        let o = p("file=d/,maxsize=1gb,maxage=6h").unwrap();
+        assert_eq!(
+            o.repository,
+            Some(RepositoryOptions {
+                max_size_bytes: 1 << 30,
+                max_age_ns: Some(6 * 3_600_000_000_000)
+            })
+        );
+        // maxage alone: no size bound unless one is given.
+        let o = p("file=d/,maxage=30m").unwrap();
+        assert_eq!(o.repository.unwrap().max_size_bytes, 0);
+        assert_eq!(o.repository.unwrap().max_age_ns, Some(1_800_000_000_000));
+        // An existing directory without the slash.
+        let dir = std::env::temp_dir();
+        let o = p(&format!("file={}", dir.display())).unwrap();
+        assert!(o.repository.is_some());
+        assert_eq!(p("file=a.jfr").unwrap().repository, None);
+    }
+
+    #[test]
     fn errors_name_the_option_and_the_accepted_values() {
         let cases = [
             ("interval=10", "interval", "unit"),
@@ -412,6 +548,7 @@ mod tests {
             ("file=a,chunk=soon", "chunk", "duration"),
             ("file=a,cstack=lbr", "cstack", "dwarf"),
             ("file=a,jstack=jvmti", "jstack", "agct"),
+            ("file=a,engine=itimer", "engine", "timer"),
             ("file=a,nstack=both", "nstack", "inline"),
             ("file=a,bogus=1", "bogus", "accepted: file, interval"),
             ("file=a,verbose", "verbose", "key=value"),
@@ -419,6 +556,11 @@ mod tests {
             ("file=", "file", "path"),
             ("file", "file", "quote the options"),
             ("file=a,status=", "status", "path"),
+            ("file=a.jfr,maxsize=1gb", "maxsize", "file=DIR/"),
+            ("file=a.jfr,maxage=1h", "maxage", "file=DIR/"),
+            ("file=d/,maxsize=10kb", "maxsize", "at least 1mb"),
+            ("file=d/,maxage=10ms", "maxage", "at least 1s"),
+            ("file=d/,maxage=5", "maxage", "unit s, m, h or d"),
             ("stop,file=a", "stop", "key=value"),
         ];
         for (input, option, fragment) in cases {

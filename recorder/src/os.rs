@@ -33,9 +33,20 @@ pub fn realtime_ns() -> i64 {
     clock_ns(libc::CLOCK_REALTIME)
 }
 
-/// CPU time of the calling thread in nanoseconds.
+/// CPU time of the calling thread in nanoseconds (async-signal-safe: a system call).
 pub fn thread_cpu_ns() -> i64 {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// The CPU clock of thread `tid` of this process: CPUCLOCK_SCHED | CPUCLOCK_PERTHREAD, as glibc
+/// builds `pthread_getcpuclockid`.
+fn thread_cpu_clock(tid: i32) -> libc::clockid_t {
+    ((!tid) << 3) | 6
+}
+
+/// CPU time of thread `tid` of this process in nanoseconds (0 if it is gone).
+pub fn thread_cpu_ns_of(tid: i32) -> i64 {
+    clock_ns(thread_cpu_clock(tid))
 }
 
 /// Saves errno on creation and restores it on drop: the signal handler makes syscalls that may
@@ -67,8 +78,7 @@ impl ThreadTimer {
     /// `si_value`. `SIGEV_THREAD_ID`: the signal lands on the thread that burned the CPU, so the
     /// handler only ever reads its own stack.
     pub fn create(tid: i32, signal: i32, value: u64) -> io::Result<ThreadTimer> {
-        // CPUCLOCK_SCHED | CPUCLOCK_PERTHREAD for `tid`, as glibc builds pthread_getcpuclockid.
-        let clock: libc::clockid_t = ((!tid) << 3) | 6;
+        let clock = thread_cpu_clock(tid);
         // SAFETY: sigevent is plain data; all-zero is a valid start.
         let mut sev: libc::sigevent = unsafe { MaybeUninit::zeroed().assume_init() };
         sev.sigev_notify = libc::SIGEV_THREAD_ID;

@@ -11,16 +11,16 @@
 )]
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::buffers::{self, RECORD_HEADER_WORDS};
 use crate::hotspot::javawalk::{kind, Interrupted};
 use crate::hotspot::{self, codecache};
-use crate::slots::Slot;
+use crate::slots::{slot_at, Slot};
 use crate::stack::HANDLER_STACK_BYTES;
 use crate::stats::{self, STATS};
 use crate::unwind::{walk_sample, Sample, Stop};
-use crate::{agct, codemap, os, ucontext};
+use crate::{agct, codemap, os, perf, ucontext};
 
 /// Whether samples are being taken (false before start and after stop).
 pub static RECORDING: AtomicBool = AtomicBool::new(false);
@@ -120,15 +120,35 @@ impl Drop for InHandler {
     }
 }
 
-/// The slot a signal is for, if it is one of the agent's own timer signals: `si_code` is
-/// `SI_TIMER`, the value names a slot in the table, and the timer id is that slot's timer.
+/// The sampling interval, ns: a timer signal stands for `1 + overruns` of it.
+pub static INTERVAL_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Where a signal comes from, once it is known to be the agent's.
+#[derive(Clone, Copy)]
+enum Source {
+    /// The slot's CPU timer, with its overrun count.
+    Timer { overrun: u64 },
+    /// The slot's perf counter, with its descriptor.
+    Perf { fd: i32 },
+}
+
+/// The slot a signal is for, if it is one of the agent's own: a timer's (`si_code` `SI_TIMER`,
+/// the value names a slot in the table, and the timer id is that slot's timer) or a perf
+/// counter's (`si_code` `POLL_HUP`/`POLL_IN`, which no other process can send, and a
+/// descriptor the agent bound to a slot; the slot must still name it, see [`on_sample`]).
 /// Anything else (a signal queued from outside, a stale timer) is ignored, counted.
 ///
 /// # Safety
 /// `info` must be the kernel's siginfo of an `SA_SIGINFO` handler.
-unsafe fn timer_slot(info: *const libc::siginfo_t) -> Option<(&'static Slot, i32)> {
+unsafe fn source_of(info: *const libc::siginfo_t) -> Option<(&'static Slot, Source)> {
     // SAFETY: the caller passes the kernel's siginfo; si_code is always valid.
     let code = unsafe { (*info).si_code };
+    if code == perf::SI_CODE_LIMIT || code == perf::SI_CODE_WAKEUP {
+        // SAFETY: for a file descriptor's signal (F_SETSIG) the kernel filled si_fd.
+        let fd = unsafe { (*info).si_fd() };
+        let slot = slot_at(perf::slot_of_fd(fd)?)?;
+        return Some((slot, Source::Perf { fd }));
+    }
     if code != libc::SI_TIMER {
         return None;
     }
@@ -142,10 +162,27 @@ unsafe fn timer_slot(info: *const libc::siginfo_t) -> Option<(&'static Slot, i32
         )
     };
     let slot = Slot::from_signal_value(value)?;
-    (timer_id == slot.timer_id() && timer_id >= 0).then_some((slot, overrun))
+    let overrun = u64::from(overrun.max(0).unsigned_abs());
+    (timer_id == slot.timer_id() && timer_id >= 0).then_some((slot, Source::Timer { overrun }))
 }
 
-/// The `SA_SIGINFO` handler for the timers' signal.
+/// Arms a perf counter again when the sample is done, on every path (a counter stays disabled
+/// after each overflow). Not when recording stopped meanwhile or the slot no longer names the
+/// counter: it is being closed.
+struct Rearm<'a> {
+    slot: &'a Slot,
+    fd: i32,
+}
+
+impl Drop for Rearm<'_> {
+    fn drop(&mut self) {
+        if RECORDING.load(Ordering::SeqCst) && self.slot.perf_fd() == self.fd {
+            perf::rearm(self.fd);
+        }
+    }
+}
+
+/// The `SA_SIGINFO` handler for the timers' and counters' signal.
 pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc: *mut c_void) {
     // An address in this frame: how deep the handler already is on the thread's stack.
     let here = 0u8;
@@ -155,7 +192,7 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
         return;
     }
     // SAFETY: `info` is the kernel's siginfo for this SA_SIGINFO handler.
-    let Some((slot, overrun)) = (unsafe { timer_slot(info) }) else {
+    let Some((slot, source)) = (unsafe { source_of(info) }) else {
         stats::inc(&STATS.foreign_signals);
         return;
     };
@@ -168,14 +205,37 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
         stats::inc(&STATS.wrong_thread);
         return;
     }
-    let weight = u64::from(overrun.max(0).unsigned_abs()).saturating_add(1);
+    // The sample's CPU weight in ns, and how many samples the engine asked for with this signal.
+    let (weight_ns, asked, _rearm) = match source {
+        Source::Timer { overrun } => {
+            let asked = overrun.saturating_add(1);
+            let interval_ns = INTERVAL_NS.load(Ordering::Relaxed);
+            (interval_ns.saturating_mul(asked), asked, None)
+        }
+        Source::Perf { fd } => {
+            if slot.perf_fd() != fd {
+                // A counter being closed, or a descriptor number reused meanwhile.
+                stats::inc(&STATS.foreign_signals);
+                return;
+            }
+            // The thread's CPU time since its previous sample: exact whatever the counter
+            // missed (kernel time it may not count, time before its first overflow).
+            let now_ns = os::thread_cpu_ns().max(0) as u64;
+            let before_ns = slot.last_cpu_ns.swap(now_ns, Ordering::Relaxed);
+            (
+                now_ns.saturating_sub(before_ns),
+                1,
+                Some(Rearm { slot, fd }),
+            )
+        }
+    };
     // Too little stack left below the handler for the walk and AsyncGetCallTrace: skip.
     if slot
         .stack
         .headroom(here)
         .is_some_and(|left| left < HANDLER_STACK_BYTES)
     {
-        slot.skipped_weight.fetch_add(weight, Ordering::Relaxed);
+        slot.skipped.add(weight_ns, asked);
         stats::inc(&STATS.low_stack);
         return;
     }
@@ -184,7 +244,7 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
     };
     let hint = slot.index() as usize;
     let Some(mut scratch) = buffers.scratch(hint) else {
-        slot.dropped_weight.fetch_add(weight, Ordering::Relaxed);
+        slot.dropped.add(weight_ns, asked);
         stats::inc(&STATS.no_buffer);
         return;
     };
@@ -352,7 +412,7 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
     let pushed = buffers.ring(hint, len).is_some_and(|mut ring| {
         ring.get().push(len, |i| match i {
             0 => time_ns as u64,
-            1 => weight,
+            1 => weight_ns,
             2 => meta,
             3 => owner,
             4 => vthread_id,
@@ -396,7 +456,7 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
             stats::inc(&STATS.vm_walk_used);
         }
     } else {
-        slot.dropped_weight.fetch_add(weight, Ordering::Relaxed);
+        slot.dropped.add(weight_ns, asked);
         stats::inc(&STATS.dropped_ring_full);
     }
 }

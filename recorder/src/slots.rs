@@ -22,7 +22,49 @@ use std::sync::Mutex;
 
 use crate::jvmti::JniEnv;
 use crate::os::ThreadTimer;
+use crate::perf::{self, PerfCounter};
 use crate::stack::ThreadStack;
+
+/// What signals a thread's samples: the engine's per-thread source.
+#[derive(Debug)]
+pub enum Sampler {
+    /// A POSIX timer on the thread's CPU clock (`engine=timer`).
+    Timer(ThreadTimer),
+    /// A `task-clock` perf counter (`engine=perf`).
+    Perf(PerfCounter),
+}
+
+/// Samples the handler could not take, for one reason: their CPU time and how many samples
+/// the engine asked for (a timer signal stands for 1 + its overruns).
+#[derive(Debug, Default)]
+pub struct Lost {
+    /// CPU time of the lost samples, ns.
+    pub cpu_ns: AtomicU64,
+    /// Samples asked for.
+    pub samples: AtomicU64,
+}
+
+impl Lost {
+    /// Counts one lost signal (signal-safe: two atomic adds).
+    #[inline]
+    pub fn add(&self, cpu_ns: u64, samples: u64) {
+        self.cpu_ns.fetch_add(cpu_ns, Ordering::Relaxed);
+        self.samples.fetch_add(samples, Ordering::Relaxed);
+    }
+
+    /// (CPU ns, samples) so far.
+    pub fn get(&self) -> (u64, u64) {
+        (
+            self.cpu_ns.load(Ordering::Relaxed),
+            self.samples.load(Ordering::Relaxed),
+        )
+    }
+
+    fn reset(&self) {
+        self.cpu_ns.store(0, Ordering::Relaxed);
+        self.samples.store(0, Ordering::Relaxed);
+    }
+}
 
 /// Who a slot belongs to, for the drain.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,16 +86,21 @@ pub struct Slot {
     identity: Mutex<Identity>,
     /// The thread's stack, as far as it may be read and written.
     pub stack: ThreadStack,
-    /// CPU weight (in intervals) of the samples dropped: every buffer busy or full.
-    pub dropped_weight: AtomicU64,
-    /// CPU weight of the samples skipped: too little stack left for the handler.
-    pub skipped_weight: AtomicU64,
+    /// Samples dropped: every buffer busy or full.
+    pub dropped: Lost,
+    /// Samples skipped: too little stack left for the handler.
+    pub skipped: Lost,
     /// The thread has ended (its timer is deleted).
     pub ended: AtomicBool,
-    /// The thread's CPU timer, while armed.
-    timer: Mutex<Option<ThreadTimer>>,
-    /// The kernel id of `timer` (-1: none), for the handler's check.
+    /// The thread's timer or counter, while armed.
+    sampler: Mutex<Option<Sampler>>,
+    /// The kernel id of the slot's timer (-1: none), for the handler's check.
     timer_id: AtomicI32,
+    /// The descriptor of the slot's perf counter (-1: none), for the handler's check.
+    perf_fd: AtomicI32,
+    /// The thread's CPU time (ns) at its previous perf sample, or when its counter was armed:
+    /// written by the handler on the thread itself.
+    pub last_cpu_ns: AtomicU64,
 }
 
 /// Slots per page of the table, and pages: room for a million threads over a process's life.
@@ -115,11 +162,13 @@ impl Slot {
             env: AtomicPtr::new(env),
             identity: Mutex::new(identity),
             stack,
-            dropped_weight: AtomicU64::new(0),
-            skipped_weight: AtomicU64::new(0),
+            dropped: Lost::default(),
+            skipped: Lost::default(),
             ended: AtomicBool::new(false),
-            timer: Mutex::new(None),
+            sampler: Mutex::new(None),
             timer_id: AtomicI32::new(-1),
+            perf_fd: AtomicI32::new(-1),
+            last_cpu_ns: AtomicU64::new(0),
         }));
         page.get(index as usize % PAGE_SLOTS)?
             .store((slot as *const Slot).cast_mut(), Ordering::Release);
@@ -148,6 +197,12 @@ impl Slot {
     #[inline]
     pub fn timer_id(&self) -> i32 {
         self.timer_id.load(Ordering::Acquire)
+    }
+
+    /// The descriptor of the slot's armed perf counter, -1 if none.
+    #[inline]
+    pub fn perf_fd(&self) -> i32 {
+        self.perf_fd.load(Ordering::SeqCst)
     }
 
     /// The value the slot's timer carries in `si_value`: its index plus one (0 is never a slot).
@@ -184,25 +239,79 @@ impl Slot {
         self.stack.set(stack);
         self.env.store(env, Ordering::Release);
         self.tid.store(tid, Ordering::Release);
-        self.dropped_weight.store(0, Ordering::Relaxed);
-        self.skipped_weight.store(0, Ordering::Relaxed);
+        self.reset_lost();
         self.ended.store(false, Ordering::Release);
     }
 
-    /// Makes `timer` the slot's timer (deleting any earlier one).
-    pub fn set_timer(&self, timer: ThreadTimer) {
-        self.disarm();
-        if let Ok(mut t) = self.timer.lock() {
-            self.timer_id.store(timer.id(), Ordering::Release);
-            *t = Some(timer);
-        }
+    /// Forgets the samples lost so far (a new recording).
+    pub fn reset_lost(&self) {
+        self.dropped.reset();
+        self.skipped.reset();
     }
 
-    /// Deletes the thread's timer, if armed (idempotent).
+    /// Makes `sampler` the slot's source of signals (deleting any earlier one) and starts it.
+    /// The slot knows the timer's id or the counter's descriptor before its first signal can
+    /// arrive; a counter starts from the thread's CPU time `cpu_ns` now.
+    pub fn arm(&self, sampler: Sampler, interval_ns: u64, cpu_ns: u64) -> std::io::Result<()> {
+        self.disarm();
+        let Ok(mut armed) = self.sampler.lock() else {
+            return Err(std::io::Error::other("slot state lost"));
+        };
+        let started = match &sampler {
+            Sampler::Timer(timer) => {
+                self.timer_id.store(timer.id(), Ordering::Release);
+                timer.arm(interval_ns)
+            }
+            Sampler::Perf(counter) => {
+                if !perf::bind_fd(counter.fd(), self.index) {
+                    Err(std::io::Error::other("descriptor beyond the agent's table"))
+                } else {
+                    self.last_cpu_ns.store(cpu_ns, Ordering::SeqCst);
+                    self.perf_fd.store(counter.fd(), Ordering::SeqCst);
+                    counter.start()
+                }
+            }
+        };
+        *armed = Some(sampler);
+        drop(armed);
+        if started.is_err() {
+            self.disarm();
+        }
+        started
+    }
+
+    /// Deletes the thread's timer or closes its counter, if armed (idempotent).
     pub fn disarm(&self) {
-        if let Some(timer) = self.timer.lock().ok().and_then(|mut t| t.take()) {
-            self.timer_id.store(-1, Ordering::Release);
-            timer.delete();
+        retire(self.detach().into_iter().collect());
+    }
+
+    /// Takes the slot's timer or counter away from it: the handler no longer accepts its
+    /// signals (nor re-arms the counter). [`retire`] then deletes or closes it.
+    pub fn detach(&self) -> Option<Sampler> {
+        let sampler = self.sampler.lock().ok().and_then(|mut t| t.take())?;
+        match &sampler {
+            Sampler::Timer(_) => self.timer_id.store(-1, Ordering::Release),
+            Sampler::Perf(counter) => {
+                self.perf_fd.store(-1, Ordering::SeqCst);
+                perf::unbind_fd(counter.fd());
+            }
+        }
+        Some(sampler)
+    }
+}
+
+/// Deletes detached timers and closes detached counters. A counter is closed only once no
+/// handler runs (waited for once, for all of them): a handler that took its signal before the
+/// counter was detached could still re-arm it, and its descriptor number must not be reused
+/// before.
+pub fn retire(samplers: Vec<Sampler>) {
+    if samplers.iter().any(|s| matches!(s, Sampler::Perf(_))) {
+        crate::signal::wait_for_handlers(std::time::Duration::from_secs(1));
+    }
+    for sampler in samplers {
+        match sampler {
+            Sampler::Timer(timer) => timer.delete(),
+            Sampler::Perf(counter) => counter.close(),
         }
     }
 }

@@ -24,74 +24,136 @@ pub struct Outcome {
     pub error: Option<ReadError>,
 }
 
+/// A pass over one or more files (the chunks of a directory recording, or several recordings):
+/// one aggregate, one symbolized JFR output, method keys kept across all of them, times
+/// measured from the first chunk read.
+pub struct Pass<'a> {
+    symbolizer: &'a mut Symbolizer,
+    filter: &'a Filter,
+    tool: &'a str,
+    outcome: Outcome,
+    /// The JDK's own sampler, kept in case the files have no CPU-time samples at all.
+    execution: Aggregate,
+    origin_nanos: Option<i64>,
+    buffer: Vec<u8>,
+    keys: FileKeys,
+}
+
+/// What one file of a pass gave.
+#[derive(Debug, Default)]
+pub struct FileOutcome {
+    /// Chunks read from it.
+    pub chunks: usize,
+    /// The damage that stopped reading it before its end, if any.
+    pub error: Option<ReadError>,
+}
+
+impl<'a> Pass<'a> {
+    /// A pass that resolves with `symbolizer`, keeps what `filter` selects, and names `tool`
+    /// in the symbolized JFR.
+    pub fn new(symbolizer: &'a mut Symbolizer, filter: &'a Filter, tool: &'a str) -> Pass<'a> {
+        Pass {
+            symbolizer,
+            filter,
+            tool,
+            outcome: Outcome::default(),
+            execution: Aggregate {
+                source: Source::Execution,
+                ..Aggregate::default()
+            },
+            origin_nanos: None,
+            buffer: Vec::new(),
+            keys: FileKeys::default(),
+        }
+    }
+
+    /// Reads `bytes` (one file) chunk by chunk; writes the symbolized chunks to `jfr_out` when
+    /// given (`last_file`: the last chunk of this file is the last of the output); calls
+    /// `progress(bytes done, bytes total)` after each chunk. Damage ends this file only.
+    pub fn add_file(
+        &mut self,
+        bytes: &[u8],
+        mut jfr_out: Option<&mut dyn Write>,
+        last_file: bool,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> io::Result<FileOutcome> {
+        let mut file = FileOutcome::default();
+        for chunk in chunks(bytes) {
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                Err(e) => {
+                    file.error = Some(e);
+                    break;
+                }
+            };
+            let profile = match read_chunk(&chunk) {
+                Ok(p) => p,
+                Err(e) => {
+                    file.error = Some(e);
+                    break;
+                }
+            };
+            let h = chunk.header;
+            let origin = *self.origin_nanos.get_or_insert(h.start_nanos);
+            if let Some(out) = jfr_out.as_deref_mut() {
+                self.buffer.clear();
+                let last = last_file && chunk.offset as usize + chunk.bytes.len() == bytes.len();
+                match rewrite_chunk(
+                    &chunk,
+                    &profile,
+                    self.symbolizer,
+                    self.tool,
+                    last,
+                    &mut self.keys,
+                    &mut self.buffer,
+                ) {
+                    Ok(stats) => self.outcome.rewrite += stats,
+                    Err(e) => {
+                        file.error = Some(e);
+                        break;
+                    }
+                }
+                out.write_all(&self.buffer)?;
+            }
+            let clock = (h.start_nanos, h.start_ticks, h.ticks_per_second);
+            self.outcome
+                .aggregate
+                .add_chunk(&profile, self.symbolizer, self.filter, origin, clock);
+            if !profile.execution_samples.is_empty() {
+                self.execution
+                    .add_chunk(&profile, self.symbolizer, self.filter, origin, clock);
+            }
+            file.chunks += 1;
+            self.outcome.chunks += 1;
+            progress(chunk.offset as usize + chunk.bytes.len(), bytes.len());
+        }
+        if self.outcome.error.is_none() {
+            self.outcome.error = file.error.clone();
+        }
+        Ok(file)
+    }
+
+    /// The pass's result: the CPU-time samples, or, where no file had any, the JDK's execution
+    /// samples. `error` is the first damage met.
+    pub fn finish(mut self) -> Outcome {
+        if self.outcome.aggregate.total.samples == 0 && self.execution.total.samples > 0 {
+            self.outcome.aggregate = self.execution;
+        }
+        self.outcome
+    }
+}
+
 /// Reads `bytes` chunk by chunk; writes the symbolized JFR to `jfr_out` when given; calls
 /// `progress(bytes done, bytes total)` after each chunk.
 pub fn run(
     bytes: &[u8],
     symbolizer: &mut Symbolizer,
     filter: &Filter,
-    mut jfr_out: Option<&mut dyn Write>,
+    jfr_out: Option<&mut dyn Write>,
     tool: &str,
     progress: &mut dyn FnMut(usize, usize),
 ) -> io::Result<Outcome> {
-    let mut outcome = Outcome::default();
-    // The JDK's own sampler, kept in case the file has no CPU-time samples at all.
-    let mut execution = Aggregate {
-        source: Source::Execution,
-        ..Aggregate::default()
-    };
-    let mut origin_nanos = None;
-    let mut buffer = Vec::new();
-    let mut keys = FileKeys::default();
-    for chunk in chunks(bytes) {
-        let chunk = match chunk {
-            Ok(chunk) => chunk,
-            Err(e) => {
-                outcome.error = Some(e);
-                break;
-            }
-        };
-        let profile = match read_chunk(&chunk) {
-            Ok(p) => p,
-            Err(e) => {
-                outcome.error = Some(e);
-                break;
-            }
-        };
-        let h = chunk.header;
-        let origin = *origin_nanos.get_or_insert(h.start_nanos);
-        if let Some(out) = jfr_out.as_deref_mut() {
-            buffer.clear();
-            let last = chunk.offset as usize + chunk.bytes.len() == bytes.len();
-            match rewrite_chunk(
-                &chunk,
-                &profile,
-                symbolizer,
-                tool,
-                last,
-                &mut keys,
-                &mut buffer,
-            ) {
-                Ok(stats) => outcome.rewrite += stats,
-                Err(e) => {
-                    outcome.error = Some(e);
-                    break;
-                }
-            }
-            out.write_all(&buffer)?;
-        }
-        let clock = (h.start_nanos, h.start_ticks, h.ticks_per_second);
-        outcome
-            .aggregate
-            .add_chunk(&profile, symbolizer, filter, origin, clock);
-        if !profile.execution_samples.is_empty() {
-            execution.add_chunk(&profile, symbolizer, filter, origin, clock);
-        }
-        outcome.chunks += 1;
-        progress(chunk.offset as usize + chunk.bytes.len(), bytes.len());
-    }
-    if outcome.aggregate.total.samples == 0 && execution.total.samples > 0 {
-        outcome.aggregate = execution;
-    }
-    Ok(outcome)
+    let mut pass = Pass::new(symbolizer, filter, tool);
+    pass.add_file(bytes, jfr_out, true, progress)?;
+    Ok(pass.finish())
 }

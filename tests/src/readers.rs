@@ -88,6 +88,27 @@ pub fn cpu_sample_events(jdk: &Jdk, path: &Path) -> Result<Vec<Value>, String> {
     }
 }
 
+/// The CPU time of the lost samples (`jdk.CPUTimeSamplesLost.lostCpuTime`, a jfr-native field)
+/// by thread name, in ticks of [`CLOCK`], as `jfr print --json` of `jdk` reads it.
+pub fn lost_cpu_ticks_by_thread(jdk: &Jdk, path: &Path) -> Result<BTreeMap<String, u64>, String> {
+    let text = run(Command::new(jdk.tool("jfr"))
+        .args(["print", "--json", "--events", "jdk.CPUTimeSamplesLost"])
+        .arg(path))?;
+    let json: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("invalid JSON from {}: {e}", jdk.name()))?;
+    let mut lost = BTreeMap::new();
+    for e in json["recording"]["events"].as_array().into_iter().flatten() {
+        let v = &e["values"];
+        let thread = v["eventThread"]["javaName"].as_str().unwrap_or("null");
+        let ticks = match v["lostCpuTime"].as_str() {
+            Some(d) => iso_duration_ticks(d)?,
+            None => return Err("a lost-samples event without lostCpuTime".into()),
+        };
+        *lost.entry(thread.to_string()).or_default() += ticks;
+    }
+    Ok(lost)
+}
+
 /// Reads `path` with `jfr print --json` of `jdk`.
 pub fn jfr_json(jdk: &Jdk, path: &Path) -> Result<Reading, String> {
     // `jfr print` keeps only the top 5 frames of a stack unless told otherwise.
@@ -235,6 +256,43 @@ fn oracle_classes(jdk: &Jdk) -> Result<PathBuf, String> {
             Ok(dir)
         })
         .clone()
+}
+
+/// The start time (ns since the epoch) of every `event_type` event of `path`, as
+/// `RecordingFile` on `jdk` reads it (the `JfrCount` oracle's `--times`).
+pub fn event_times(jdk: &Jdk, path: &Path, event_type: &str) -> Result<Vec<i64>, String> {
+    let classes = oracle_classes(jdk)?;
+    let text = run(Command::new(jdk.tool("java"))
+        .arg("-cp")
+        .arg(classes)
+        .args(["JfrCount", "--no-pcs", "--times"])
+        .arg(path))?;
+    Ok(text
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split(' ');
+            (w.next() == Some("TIME") && w.next() == Some(event_type)).then_some(())?;
+            w.next()?.parse().ok()
+        })
+        .collect())
+}
+
+/// The events of `path` by type, as `RecordingFile` on `jdk` counts them (the `JfrCount`
+/// oracle's `COUNT` lines only: any stack or symbol text is fine).
+pub fn recording_file_counts(jdk: &Jdk, path: &Path) -> Result<BTreeMap<String, u64>, String> {
+    let classes = oracle_classes(jdk)?;
+    let text = run(Command::new(jdk.tool("java"))
+        .arg("-cp")
+        .arg(classes)
+        .args(["JfrCount", "--no-pcs", "--stacks", "0"])
+        .arg(path))?;
+    text.lines()
+        .filter_map(|l| l.strip_prefix("COUNT "))
+        .map(|l| {
+            let (ty, n) = l.rsplit_once(' ').ok_or_else(|| l.to_string())?;
+            Ok((ty.to_string(), n.parse().map_err(|_| l.to_string())?))
+        })
+        .collect()
 }
 
 /// Reads `path` with `RecordingFile` on `jdk` through the `JfrCount` oracle.

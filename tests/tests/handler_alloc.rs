@@ -271,16 +271,19 @@ fn signal_handler_never_allocates() {
     assert_guard_detects(&guard, &selftest, &dir);
 
     let jdks = oracle_jdks();
+    // Both engines: the perf engine's handler also reads the thread's CPU clock and re-arms
+    // its counter.
     let runs = jdks
         .iter()
-        .map(|jdk| (jdk, "dwarf"))
-        .chain(jdks.first().map(|jdk| (jdk, "fp")));
-    for (jdk, cstack) in runs {
-        let what = format!("{} with cstack={cstack}", jdk.name());
-        let name = dir.join(format!("jdk{}-{cstack}", jdk.major));
+        .map(|jdk| (jdk, "dwarf", "perf"))
+        .chain(jdks.first().map(|jdk| (jdk, "fp", "perf")))
+        .chain(jdks.last().map(|jdk| (jdk, "dwarf", "timer")));
+    for (jdk, cstack, engine) in runs {
+        let what = format!("{} with cstack={cstack}, engine={engine}", jdk.name());
+        let name = dir.join(format!("jdk{}-{cstack}-{engine}", jdk.major));
         let (file, report) = (name.with_extension("jfr"), name.with_extension("txt"));
         let options = format!(
-            "file={},interval=1ms,signal={SIGNAL},cstack={cstack}",
+            "file={},interval=1ms,signal={SIGNAL},cstack={cstack},engine={engine}",
             file.display()
         );
         let java = java_with_agent(jdk, &options, &[], 2.0, "w-native:native,w-java:java");

@@ -61,10 +61,12 @@ fn workload_dir() -> PathBuf {
 }
 
 /// The agent's options at 1 ms into `file`, and on JDK 25 the JDK's own CPU-time sampler at
-/// 1 ms into `jdk_file`, as JVM options (without `-J`).
+/// 1 ms into `jdk_file`, as JVM options (without `-J`). The agent uses the timer engine: its
+/// timers expire on the same scheduler tick as the JDK's, so the two samplers can be compared
+/// sample by sample.
 fn recording_options(jdk: &Jdk, file: &Path, jdk_file: &Path) -> Vec<String> {
     let mut options = vec![format!(
-        "-agentpath:{}=file={},interval=1ms",
+        "-agentpath:{}=file={},interval=1ms,engine=timer",
         agent_library().display(),
         file.display()
     )];

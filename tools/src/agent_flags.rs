@@ -13,6 +13,12 @@ pub struct AgentFlags {
     /// 10s [agent default: 10ms].
     #[arg(short, long, value_name = "DURATION")]
     pub interval: Option<String>,
+    /// What signals the samples: perf (a perf_event task-clock counter per thread: one stack
+    /// per interval, even below the scheduler tick) or timer (a CPU timer per thread: at most
+    /// one stack per scheduler tick); where perf is refused the agent uses timer, said once
+    /// [agent default: perf].
+    #[arg(long, value_name = "perf|timer")]
+    pub engine: Option<String>,
     /// How native frames are unwound: dwarf (call-frame information, frame pointers where a
     /// library has none) or fp (frame pointers only) [agent default: dwarf].
     #[arg(long, value_name = "dwarf|fp")]
@@ -54,6 +60,7 @@ impl AgentFlags {
     pub fn pairs(&self) -> Vec<(&'static str, String)> {
         [
             ("interval", &self.interval),
+            ("engine", &self.engine),
             ("cstack", &self.cstack),
             ("jstack", &self.jstack),
             ("nstack", &self.nstack),
@@ -135,6 +142,12 @@ mod tests {
         });
         assert!(e.starts_with("bad --native-depth '0': "), "{e}");
         assert!(e.contains("1 to 1024"), "{e}");
+        let e = bad(AgentFlags {
+            engine: Some("itimer".into()),
+            ..AgentFlags::default()
+        });
+        assert!(e.starts_with("bad --engine 'itimer': "), "{e}");
+        assert!(e.contains("perf") && e.contains("timer"), "{e}");
         let e = bad(AgentFlags {
             jstack: Some("fast".into()),
             ..AgentFlags::default()

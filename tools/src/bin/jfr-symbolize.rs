@@ -28,8 +28,10 @@ enum Format {
 #[derive(Parser, Debug)]
 #[command(name = "jfr-symbolize", version, about)]
 struct Args {
-    /// The recording (one or more chunks).
-    input: PathBuf,
+    /// The recording: a file (one or more chunks), several files, or a directory of chunk files
+    /// (`file=DIR/`; its `*.jfr` files in name order, as `jfr assemble` takes them).
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
     /// Output file; `-` or absent: standard output.
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -123,10 +125,52 @@ fn temporary_beside(path: &std::path::Path) -> io::Result<tempfile::NamedTempFil
         .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
 }
 
+/// The files to read: each input as given, a directory as its `*.jfr` files in name order
+/// (files still being written end in `.part` and are left out).
+fn input_files(inputs: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for input in inputs {
+        if !input.is_dir() {
+            files.push(input.clone());
+            continue;
+        }
+        let mut found: Vec<PathBuf> = std::fs::read_dir(input)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", input.display())))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "jfr") && p.is_file())
+            .collect();
+        if found.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no *.jfr files in {}", input.display()),
+            ));
+        }
+        found.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+        files.extend(found);
+    }
+    Ok(files)
+}
+
+/// What the inputs are called in messages.
+fn inputs_name(inputs: &[PathBuf]) -> String {
+    match inputs {
+        [one] => one.display().to_string(),
+        [first, ..] => format!("{} and {} more", first.display(), inputs.len() - 1),
+        [] => String::new(),
+    }
+}
+
 fn run(args: &Args) -> io::Result<ExitCode> {
-    let input = &args.input;
-    let bytes = std::fs::read(input)
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", input.display())))?;
+    let files = input_files(&args.inputs)?;
+    let sizes: Vec<u64> = files
+        .iter()
+        .map(|f| {
+            std::fs::metadata(f)
+                .map(|m| m.len())
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", f.display())))
+        })
+        .collect::<io::Result<_>>()?;
+    let total_bytes: u64 = sizes.iter().sum();
     let format = format_of(args);
     let to_stdout = args.output.as_ref().is_none_or(|p| p.as_os_str() == "-");
     if format == Format::Jfr && to_stdout && io::stdout().is_terminal() {
@@ -161,35 +205,45 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         None => Box::new(io::BufWriter::new(io::stdout().lock())),
         Some(file) => Box::new(io::BufWriter::new(file.as_file().try_clone()?)),
     };
-    let show_progress = !args.quiet && io::stderr().is_terminal() && bytes.len() > 32 << 20;
-    let mut progress = |done: usize, total: usize| {
-        if show_progress {
-            eprint!("\rjfr-symbolize: {:3}%", done * 100 / total.max(1));
-        }
-    };
-    let jfr_out: Option<&mut dyn Write> = if format == Format::Jfr {
-        Some(&mut *sink)
-    } else {
-        None
-    };
+    let show_progress = !args.quiet && io::stderr().is_terminal() && total_bytes > 32 << 20;
+    let mut done_bytes = 0u64;
     let tool = format!("jfr-symbolize {}", env!("CARGO_PKG_VERSION"));
-    let outcome = symbolize::driver::run(
-        &bytes,
-        &mut symbolizer,
-        &filter,
-        jfr_out,
-        &tool,
-        &mut progress,
-    )?;
+    let mut pass = symbolize::driver::Pass::new(&mut symbolizer, &filter, &tool);
+    // Damaged files, with what stopped them; reading goes on with the next file.
+    let mut damaged = Vec::new();
+    for (i, (file, &size)) in files.iter().zip(&sizes).enumerate() {
+        let bytes = std::fs::read(file).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot read {}: {e}", file.display()))
+        })?;
+        let mut progress = |done: usize, _: usize| {
+            if show_progress {
+                let at = done_bytes + done as u64;
+                eprint!("\rjfr-symbolize: {:3}%", at * 100 / total_bytes.max(1));
+            }
+        };
+        let jfr_out: Option<&mut dyn Write> = if format == Format::Jfr {
+            Some(&mut *sink)
+        } else {
+            None
+        };
+        let last = i + 1 == files.len();
+        let outcome = pass.add_file(&bytes, jfr_out, last, &mut progress)?;
+        if let Some(e) = outcome.error {
+            damaged.push((file.clone(), outcome.chunks, e));
+        }
+        done_bytes += size;
+    }
+    let outcome = pass.finish();
+    let input = inputs_name(&args.inputs);
     if outcome.chunks == 0 {
-        if let Some(e) = &outcome.error {
+        if let Some((file, _, e)) = damaged.first() {
             // Nothing readable: no output at all (the temporary file goes with `temporary`).
             let kept = output_path
                 .as_ref()
                 .filter(|p| p.exists())
                 .map(|p| format!("; {} is left as it was", p.display()))
                 .unwrap_or_default();
-            eprintln!("jfr-symbolize: {}: {e}{kept}", input.display());
+            eprintln!("jfr-symbolize: {}: {e}{kept}", file.display());
             return Ok(ExitCode::from(2));
         }
     }
@@ -206,7 +260,7 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         Format::Jfr => {}
         Format::Collapsed => collapsed::write(agg, unit, &mut *sink)?,
         Format::Flamegraph => {
-            let title = format!("CPU time: {}", input.display());
+            let title = format!("CPU time: {input}");
             flamegraph::write(agg, unit, &title, &mut *sink)?;
         }
         Format::Text => text::write(agg, args.top, &mut *sink)?,
@@ -225,12 +279,13 @@ fn run(args: &Args) -> io::Result<ExitCode> {
     for p in symbolizer.problems() {
         eprintln!("jfr-symbolize: {}: {}", p.library, p.reason);
     }
-    if let Some(e) = &outcome.error {
+    for (file, chunks, e) in &damaged {
         eprintln!(
-            "jfr-symbolize: {}: damaged {e}; the {} chunk(s) before it were processed",
-            input.display(),
-            outcome.chunks
+            "jfr-symbolize: {}: damaged {e}; the {chunks} chunk(s) before it were processed",
+            file.display()
         );
+    }
+    if !damaged.is_empty() {
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,258 @@
+//! The `perf` sampling engine's kernel side: one software `task-clock` counter per thread
+//! (`perf_event_open`), which counts the thread's own CPU time and signals that same thread
+//! every `interval_ns` of it. Unlike the thread CPU timers of the `timer` engine, which expire
+//! only on the scheduler tick (HZ=250 here: at most 250 real samples per CPU-second, whatever
+//! the interval), the counter is driven by a high-resolution timer, so `interval=1ms` gives
+//! about 1,000 real stacks per CPU-second.
+//!
+//! Each overflow disables the counter (`PERF_EVENT_IOC_REFRESH` with a limit of 1) and sends
+//! the agent's signal to the owning thread (`F_SETOWN_EX` with `F_OWNER_TID`), with `si_code`
+//! `POLL_HUP` and the counter's descriptor in `si_fd`; the handler takes the sample and arms the
+//! counter again with one `ioctl` ([`rearm`]). While disabled it counts nothing, so the
+//! handler's own time is never sampled; no ring buffer is mapped (the `mlock` budget of an
+//! unprivileged user, 516 KiB, would not cover many threads). A sample's weight is not the
+//! counter's period but the thread's CPU time since its previous sample, read in the handler,
+//! so the sum of `samplingPeriod` is the thread's CPU time whatever the counter missed.
+//!
+//! The handler finds a counter's slot by its descriptor through a table filled outside the
+//! handler ([`slot_of_fd`]); the slot must also name the same descriptor and thread.
+
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
+
+use std::io;
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+use perf_event_open_sys::bindings;
+
+/// `fcntl` commands and the owner type the `libc` crate does not define for glibc (values from
+/// the kernel's `include/uapi/asm-generic/fcntl.h`, the same on every architecture Linux runs
+/// the JVM on).
+const F_SETSIG: libc::c_int = 10;
+const F_SETOWN_EX: libc::c_int = 15;
+const F_OWNER_TID: libc::c_int = 0;
+
+/// `struct f_owner_ex` of `F_SETOWN_EX`.
+#[repr(C)]
+struct OwnerEx {
+    kind: libc::c_int,
+    pid: libc::pid_t,
+}
+
+/// `si_code` of a counter's signal: `POLL_HUP` when its refresh limit is reached (the way this
+/// engine is armed), `POLL_IN` for a wakeup (never asked for, accepted all the same).
+pub const SI_CODE_LIMIT: i32 = 6;
+/// See [`SI_CODE_LIMIT`].
+pub const SI_CODE_WAKEUP: i32 = 1;
+
+/// Whether the counters may count kernel time (`exclude_kernel=0`): permitted to root, to
+/// `CAP_PERFMON` and where `perf_event_paranoid` is 1 or less. Otherwise they count user time
+/// only: a thread in a system call is sampled when it gets back to user code, and its weight
+/// (the thread's CPU time since its last sample) still holds the kernel time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// User and kernel time.
+    UserAndKernel,
+    /// User time only.
+    User,
+}
+
+/// A `task-clock` counter on one thread that signals that thread.
+#[derive(Debug, PartialEq, Eq)]
+pub struct PerfCounter {
+    fd: i32,
+}
+
+fn attr(interval_ns: u64, scope: Scope) -> bindings::perf_event_attr {
+    let mut attr = bindings::perf_event_attr {
+        type_: bindings::PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<bindings::perf_event_attr>() as u32,
+        config: u64::from(bindings::PERF_COUNT_SW_TASK_CLOCK),
+        ..Default::default()
+    };
+    attr.__bindgen_anon_1.sample_period = interval_ns.max(1);
+    attr.set_disabled(1);
+    attr.set_exclude_kernel(u64::from(scope == Scope::User));
+    attr.set_exclude_hv(1);
+    attr
+}
+
+fn open_fd(tid: i32, interval_ns: u64, scope: Scope) -> io::Result<i32> {
+    let mut attr = attr(interval_ns, scope);
+    // SAFETY: a fully initialized perf_event_attr (zeroed by Default, then set), a thread of
+    // this process, any CPU, no group; the kernel owns the returned descriptor.
+    let fd = unsafe {
+        perf_event_open_sys::perf_event_open(
+            &mut attr,
+            tid,
+            -1,
+            -1,
+            libc::c_ulong::from(bindings::PERF_FLAG_FD_CLOEXEC),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+fn close_fd(fd: i32) {
+    // SAFETY: a descriptor this module opened and owns; closed once (callers take `self`).
+    unsafe { libc::close(fd) };
+}
+
+/// Checks whether this process may open counters, on the calling thread, without arming
+/// anything: the scope that works, or the error of the last attempt (`EACCES` at
+/// `perf_event_paranoid` 3, `EPERM` under a seccomp filter such as Docker's default, `ENOENT`
+/// or `ENOSYS` without perf support).
+pub fn probe(interval_ns: u64) -> io::Result<Scope> {
+    let tid = crate::os::gettid();
+    let mut last = io::Error::from_raw_os_error(libc::ENOSYS);
+    for scope in [Scope::UserAndKernel, Scope::User] {
+        match open_fd(tid, interval_ns, scope) {
+            Ok(fd) => {
+                close_fd(fd);
+                return Ok(scope);
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+impl PerfCounter {
+    /// Opens a counter of `scope` on thread `tid` (of this process) that sends `signal` to
+    /// `tid` every `interval_ns` of its CPU time, disabled: [`PerfCounter::start`] arms it once
+    /// the slot knows its descriptor.
+    pub fn open(tid: i32, signal: i32, interval_ns: u64, scope: Scope) -> io::Result<PerfCounter> {
+        let fd = open_fd(tid, interval_ns, scope)?;
+        let counter = PerfCounter { fd };
+        let owner = OwnerEx {
+            kind: F_OWNER_TID,
+            pid: tid,
+        };
+        // SAFETY: fcntl on our own descriptor: asynchronous notification, with `signal` (so the
+        // siginfo carries si_fd), to thread `tid`; `owner` outlives the call.
+        let failed = unsafe {
+            libc::fcntl(fd, libc::F_SETFL, libc::O_ASYNC) != 0
+                || libc::fcntl(fd, F_SETSIG, signal) != 0
+                || libc::fcntl(fd, F_SETOWN_EX, &owner as *const OwnerEx) != 0
+        };
+        if failed {
+            let e = io::Error::last_os_error();
+            counter.close();
+            return Err(e);
+        }
+        Ok(counter)
+    }
+
+    /// The counter's descriptor (`si_fd` of its signals).
+    pub fn fd(&self) -> i32 {
+        self.fd
+    }
+
+    /// Starts counting: the first signal comes after `interval_ns` of the thread's CPU time.
+    pub fn start(&self) -> io::Result<()> {
+        if rearm(self.fd) {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// Closes the counter: no signal is sent for it any more.
+    pub fn close(self) {
+        close_fd(self.fd);
+    }
+}
+
+/// Arms counter `fd` for one more overflow (`PERF_EVENT_IOC_REFRESH 1`). Async-signal-safe: one
+/// system call. False if the kernel refused.
+#[inline]
+pub fn rearm(fd: i32) -> bool {
+    // SAFETY: an ioctl on a descriptor; on a descriptor that is not a counter (closed and
+    // reused meanwhile) the kernel refuses it without effect.
+    unsafe { perf_event_open_sys::ioctls::REFRESH(fd, 1) == 0 }
+}
+
+/// Descriptors per page of the descriptor table, and pages: descriptors up to 4 M.
+const PAGE_FDS: usize = 4096;
+const PAGES: usize = 1024;
+
+type Page = [AtomicU32; PAGE_FDS];
+
+/// Descriptor → slot index + 1 (0: none). Pages are made outside the handler and never freed.
+static FD_TABLE: [AtomicPtr<Page>; PAGES] = [const { AtomicPtr::new(std::ptr::null_mut()) }; PAGES];
+
+fn entry(fd: i32, make: bool) -> Option<&'static AtomicU32> {
+    let fd = usize::try_from(fd).ok()?;
+    let page_ptr = FD_TABLE.get(fd / PAGE_FDS)?;
+    if make && page_ptr.load(Ordering::Acquire).is_null() {
+        let page: &'static mut Page = Box::leak(Box::new([const { AtomicU32::new(0) }; PAGE_FDS]));
+        if page_ptr
+            .compare_exchange(
+                std::ptr::null_mut(),
+                page,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+        {
+            // SAFETY: `page` was leaked just above and lost the race: nobody else has it.
+            drop(unsafe { Box::from_raw(page as *mut Page) });
+        }
+    }
+    // SAFETY: non-null pages come from `Box::leak` above and are never freed.
+    let page = unsafe { page_ptr.load(Ordering::Acquire).as_ref() }?;
+    page.get(fd % PAGE_FDS)
+}
+
+/// Records that counter `fd` belongs to the slot with table index `slot_index` (not in the
+/// handler: may allocate a page). False if the descriptor is beyond the table.
+pub fn bind_fd(fd: i32, slot_index: u32) -> bool {
+    match (entry(fd, true), slot_index.checked_add(1)) {
+        (Some(e), Some(value)) => {
+            e.store(value, Ordering::Release);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Forgets counter `fd` (before it is closed).
+pub fn unbind_fd(fd: i32) {
+    if let Some(e) = entry(fd, false) {
+        e.store(0, Ordering::Release);
+    }
+}
+
+/// The index of the slot counter `fd` belongs to, if any. Signal-safe: two bounds-checked
+/// loads.
+#[inline]
+pub fn slot_of_fd(fd: i32) -> Option<u32> {
+    entry(fd, false)?.load(Ordering::Acquire).checked_sub(1)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_descriptor_table_maps_and_forgets() {
+        assert_eq!(slot_of_fd(-1), None);
+        assert_eq!(slot_of_fd(i32::MAX), None);
+        assert!(bind_fd(70_000, 5));
+        assert_eq!(slot_of_fd(70_000), Some(5));
+        assert_eq!(slot_of_fd(70_001), None);
+        unbind_fd(70_000);
+        assert_eq!(slot_of_fd(70_000), None);
+        assert!(!bind_fd(i32::MAX, 1));
+        assert!(!bind_fd(3, u32::MAX));
+    }
+}

@@ -1,0 +1,235 @@
+//! The sampling engines on JDK 17 and JDK 25: `engine=perf` (the default) takes about one real
+//! stack per interval of CPU time, beyond the scheduler tick that limits the timers, with
+//! weights that sum to each thread's CPU time; unprivileged it counts user time and its weights
+//! still hold the kernel time; where perf is refused (a seccomp filter, as in containers) the
+//! recording goes on with CPU timers and says so once.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use tests::jdk::{oracle_jdks, Jdk};
+use tests::readers::{jfr_json, lost_cpu_ticks_by_thread, run};
+use tests::workload::{build_once, java_with_agent, run_java, thread_cpu_ns};
+
+/// Two busy threads: one in the JNI library's chain, one in Java.
+const THREADS: &str = "w-native:native,w-java:java";
+const BUSY: [&str; 2] = ["w-native", "w-java"];
+
+fn out_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("jfrnative-engine-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `testdata/seccomp/deny_perf`: runs a program with perf_event_open failing with EPERM.
+fn deny_perf() -> PathBuf {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    build_once(&BUILT, "seccomp", |_, src, dir| {
+        run(Command::new("gcc")
+            .args(["-O2", "-o"])
+            .arg(dir.join("deny_perf"))
+            .arg(src.join("deny_perf.c")))
+        .map(drop)
+    })
+    .join("deny_perf")
+}
+
+/// `wrapper... java ...`: the workload command run through another program.
+fn wrapped(wrapper: &[&str], java: &Command) -> Command {
+    let mut cmd = Command::new(wrapper[0]);
+    cmd.args(&wrapper[1..])
+        .arg(java.get_program())
+        .args(java.get_args());
+    cmd
+}
+
+/// Per busy thread: (samples, Σ samplingPeriod + the CPU time of its lost samples in µs, the
+/// thread's CPU time in µs).
+fn per_thread(jdk: &Jdk, file: &Path, out: &Output) -> BTreeMap<&'static str, (u64, u64, u64)> {
+    let reading = jfr_json(jdk, file).unwrap_or_else(|e| panic!("{}: {e}", jdk.name()));
+    let lost = lost_cpu_ticks_by_thread(jdk, file).unwrap_or_else(|e| panic!("{e}"));
+    let cpu = thread_cpu_ns(&out.stdout);
+    BUSY.iter()
+        .map(|&thread| {
+            let samples: Vec<_> = reading
+                .samples
+                .iter()
+                .filter(|s| s.thread == thread)
+                .collect();
+            let period_us: u64 = samples.iter().map(|s| s.period_ticks).sum::<u64>()
+                + lost.get(thread).copied().unwrap_or(0);
+            (
+                thread,
+                (samples.len() as u64, period_us, cpu[thread] / 1_000),
+            )
+        })
+        .collect()
+}
+
+/// The workload's threads for 2 CPU-seconds each at 1 ms with `options`, run through `wrapper`
+/// (none if empty); returns the file and the JVM's output.
+fn record(jdk: &Jdk, test: &str, options: &str, wrapper: &[&str]) -> (PathBuf, Output) {
+    let dir = out_dir(test);
+    let file = dir.join(format!("jdk{}.jfr", jdk.major));
+    let agent = format!("file={},interval=1ms{options}", file.display());
+    let mut java = java_with_agent(jdk, &agent, &[], 2.0, THREADS);
+    let out = if wrapper.is_empty() {
+        run_java(jdk, &mut java)
+    } else {
+        run_java(jdk, &mut wrapped(wrapper, &java))
+    }
+    .unwrap_or_else(|e| panic!("{e}"));
+    (file, out)
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Asserts each busy thread's Σ samplingPeriod (plus the CPU time of its lost samples) is
+/// within 1% of its CPU time; returns the real samples per CPU-second of each.
+fn assert_weights(what: &str, threads: &BTreeMap<&str, (u64, u64, u64)>) -> Vec<f64> {
+    threads
+        .iter()
+        .map(|(thread, &(samples, period_us, cpu_us))| {
+            let rate = samples as f64 / (cpu_us as f64 / 1e6);
+            let error = (period_us as f64 - cpu_us as f64).abs() / cpu_us as f64;
+            eprintln!(
+                "{what}: {thread}: {samples} samples, {rate:.0} per CPU-second; Σ samplingPeriod \
+                 + lost {period_us} us of {cpu_us} us CPU ({:.2}%)",
+                error * 100.0
+            );
+            assert!(
+                error <= 0.01,
+                "{what}: {thread}: Σ samplingPeriod {period_us} us of {cpu_us} us CPU"
+            );
+            rate
+        })
+        .collect()
+}
+
+#[test]
+fn perf_takes_a_stack_every_interval_with_exact_weights() {
+    for jdk in oracle_jdks() {
+        let what = format!("{} engine=perf", jdk.name());
+        let (file, out) = record(&jdk, "perf", "", &[]);
+        let log = stderr(&out);
+        assert!(log.contains("engine: perf (task-clock"), "{what}: {log}");
+        assert!(!log.contains("perf_event_open failed"), "{what}: {log}");
+        for rate in assert_weights(&what, &per_thread(&jdk, &file, &out)) {
+            assert!(rate >= 950.0, "{what}: {rate:.0} samples per CPU-second");
+        }
+        // The timers on the same workload, for comparison: tick-limited (HZ real samples per
+        // CPU-second at most), weights exact through their overrun counts.
+        let what = format!("{} engine=timer", jdk.name());
+        let (file, out) = record(&jdk, "timer", ",engine=timer", &[]);
+        assert!(stderr(&out).contains("engine: timer"), "{what}");
+        assert_weights(&what, &per_thread(&jdk, &file, &out));
+    }
+}
+
+#[test]
+fn perf_refused_by_a_seccomp_filter_falls_back_to_timers() {
+    let deny = deny_perf();
+    let deny = deny.to_str().unwrap();
+    for jdk in oracle_jdks() {
+        let what = format!("{} under a filter refusing perf_event_open", jdk.name());
+        let (file, out) = record(&jdk, "seccomp", ",engine=perf", &[deny]);
+        let log = stderr(&out);
+        let said = log
+            .matches("jfr-native: engine=perf: perf_event_open failed (Operation not permitted")
+            .count();
+        assert_eq!(said, 1, "{what}: the fallback is said once: {log}");
+        assert!(
+            log.contains("sampling with per-thread CPU timers (engine=timer)"),
+            "{what}"
+        );
+        assert!(log.contains("engine: timer"), "{what}: {log}");
+        // The recording happens, with the timers' weights.
+        let threads = per_thread(&jdk, &file, &out);
+        assert_weights(&what, &threads);
+        for (thread, (samples, _, _)) in threads {
+            assert!(samples >= 100, "{what}: {thread}: {samples} samples");
+        }
+    }
+}
+
+/// Whether `nobody` can run programs from this checkout (the test skips otherwise, e.g. in a
+/// home directory closed to other users).
+fn nobody_can_run(paths: &[&Path]) -> bool {
+    paths.iter().all(|p| {
+        Command::new("setpriv")
+            .args([
+                "--reuid=nobody",
+                "--regid=nogroup",
+                "--clear-groups",
+                "test",
+                "-r",
+            ])
+            .arg(p)
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+#[test]
+fn unprivileged_perf_counts_user_time_and_weights_hold_kernel_time() {
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .unwrap_or_default()
+        .trim()
+        .parse::<i32>()
+        .unwrap_or(3);
+    let root = real_uid() == 0;
+    if !root || paranoid != 2 {
+        eprintln!(
+            "skipped: needs root to drop to nobody and perf_event_paranoid 2 (uid {}, level \
+             {paranoid})",
+            real_uid()
+        );
+        return;
+    }
+    let agent = tests::workload::agent_library();
+    let workload = tests::workload::workload_dir();
+    if !nobody_can_run(&[&agent, &workload]) {
+        eprintln!("skipped: user nobody cannot read {}", agent.display());
+        return;
+    }
+    for jdk in oracle_jdks() {
+        let what = format!("{} as nobody", jdk.name());
+        let dir = out_dir("nobody");
+        run(Command::new("chmod").arg("0777").arg(&dir)).unwrap();
+        let (file, out) = record(
+            &jdk,
+            "nobody",
+            "",
+            &[
+                "setpriv",
+                "--reuid=nobody",
+                "--regid=nogroup",
+                "--clear-groups",
+                "--inh-caps=-all",
+            ],
+        );
+        let log = stderr(&out);
+        assert!(
+            log.contains("engine: perf (task-clock, user time"),
+            "{what}: {log}"
+        );
+        for rate in assert_weights(&what, &per_thread(&jdk, &file, &out)) {
+            // Kernel time is not counted, so a little less than one sample per interval.
+            assert!(rate >= 800.0, "{what}: {rate:.0} samples per CPU-second");
+        }
+    }
+}
+
+/// The real user id of the test process (from /proc, without unsafe code).
+fn real_uid() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(u32::MAX)
+}
