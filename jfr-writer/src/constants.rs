@@ -292,12 +292,10 @@ impl Pools {
         );
         add(
             ids.symbol,
-            // An empty symbol (the unnamed package's name) is null, as HotSpot writes it:
-            // readers such as async-profiler's converter reject the empty-string encoding
-            // in a symbol.
-            encode_all(&self.symbols, |s, o| {
-                write_string(o, Some(&**s).filter(|s| !s.is_empty()))
-            }),
+            // Every symbol in UTF-8 (encoding 3), the empty one too: async-profiler's
+            // converter rejects any other encoding in a symbol (null and the empty-string
+            // encoding included).
+            encode_all(&self.symbols, |s, o| write_utf8(o, s)),
         );
         add(ids.package, encode_all(&self.packages, encode_package));
         add(ids.module, encode_all(&self.modules, encode_module));
@@ -381,12 +379,15 @@ pub(crate) fn write_string(out: &mut Vec<u8>, s: Option<&str>) {
     match s {
         None => out.push(0),
         Some("") => out.push(1),
-        Some(s) => {
-            out.push(3);
-            leb128::write_u64(out, s.len() as u64);
-            out.extend_from_slice(s.as_bytes());
-        }
+        Some(s) => write_utf8(out, s),
     }
+}
+
+/// A string in UTF-8 (encoding 3) whatever its length.
+fn write_utf8(out: &mut Vec<u8>, s: &str) {
+    out.push(3);
+    leb128::write_u64(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
 }
 
 fn encode_string(s: Option<&str>) -> Vec<u8> {

@@ -74,18 +74,21 @@ impl Methods {
                 let class_name = class_name_from_signature(&signature);
                 let hidden = is_hidden_class(class_name);
                 let continuation_entry = (class_name, name.as_str()) == CONTINUATION_ENTRY;
-                let package_name = class_name.rsplit_once('/').map_or("", |(p, _)| p);
-                let package_symbol = rec.symbol(package_name);
-                let package = rec.package(Package {
-                    name: package_symbol,
-                    module: None,
-                    exported: true,
+                // A class of the unnamed package has no package, as HotSpot writes it (no
+                // empty package name).
+                let package = class_name.rsplit_once('/').map(|(package_name, _)| {
+                    let name = rec.symbol(package_name);
+                    rec.package(Package {
+                        name,
+                        module: None,
+                        exported: true,
+                    })
                 });
                 let class_symbol = rec.symbol(class_name);
                 let class = rec.class(Class {
                     class_loader: None,
                     name: class_symbol,
-                    package: Some(package),
+                    package,
                     modifiers: 0,
                     hidden,
                 });

@@ -2,7 +2,8 @@
 //! starts with its native frames (leaf first, inlined functions as their own frames) followed
 //! by its Java frames, and loses the `nativeStackTrace` field, which `jfr print` cannot print
 //! in text mode. Every other record is copied byte for byte; checkpoints are copied with their
-//! chain re-linked; one new checkpoint holds the new constants; the metadata is the input's
+//! chain re-linked, without the `jdk.NativeStackTrace` pool and with every symbol in UTF-8
+//! (`rewrite/pools.rs`); one new checkpoint holds the new constants; the metadata is the input's
 //! with that field removed and a `jfrnative.Symbolization` event added, which says what was
 //! done.
 //!
@@ -12,6 +13,8 @@
 //! when unknown, its bytecode index -1. Its descriptor is the placeholder `()V`: parameters and
 //! return type are not known (C++ names carry their parameters in the name), but readers need
 //! a well-formed descriptor (an empty one makes `jfr print` fail).
+
+mod pools;
 
 use std::sync::Arc;
 
@@ -486,7 +489,7 @@ pub fn rewrite_chunk(
                     last_checkpoint.map_or(0, |p| p as i64 - here as i64),
                 );
                 let unused = [native_stack_class];
-                payload.extend_from_slice(&without_pools(chunk, &mut c, rest, &unused)?);
+                payload.extend_from_slice(&pools::checkpoint_pools(chunk, &mut c, rest, &unused)?);
                 append_record(&mut body, 1, &payload);
                 last_checkpoint = Some(here);
             }
@@ -603,46 +606,6 @@ pub fn rewrite_chunk(
     out.truncate(start);
     out.extend_from_slice(&body);
     Ok(stats)
-}
-
-/// The rest of a checkpoint (`rest`: from its type mask on, `c` positioned there) without the
-/// pools of the classes in `drop`; every other pool is kept byte for byte.
-fn without_pools(
-    chunk: &Chunk<'_>,
-    c: &mut crate::jfr::cursor::Cursor<'_>,
-    rest: &[u8],
-    drop: &[Option<u64>],
-) -> Result<Vec<u8>, ReadError> {
-    let base = c.pos();
-    let mask = c.u8()?;
-    let pools = c.count()?;
-    let mut kept = Vec::new();
-    let mut dropped = false;
-    for _ in 0..pools {
-        let start = c.pos() - base;
-        let class_id = c.varint()?;
-        let count = c.count()?;
-        for _ in 0..count {
-            let _key = c.varint()?;
-            crate::jfr::value::decode_instance(c, &chunk.metadata, class_id, 0)?;
-        }
-        let end = c.pos() - base;
-        if drop.contains(&Some(class_id)) {
-            dropped = true;
-        } else {
-            kept.push(start..end);
-        }
-    }
-    if !dropped {
-        return Ok(rest.to_vec());
-    }
-    let mut out = vec![mask];
-    write_u64(&mut out, kept.len() as u64);
-    for range in kept {
-        out.extend_from_slice(&rest[range]);
-    }
-    out.extend_from_slice(&rest[c.pos() - base..]);
-    Ok(out)
 }
 
 #[allow(clippy::too_many_arguments)]

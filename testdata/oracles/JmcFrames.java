@@ -4,11 +4,13 @@ import java.util.TreeMap;
 
 import org.openjdk.jmc.common.IMCFrame;
 import org.openjdk.jmc.common.IMCStackTrace;
+import org.openjdk.jmc.common.IMCType;
 import org.openjdk.jmc.common.item.IItem;
 import org.openjdk.jmc.common.item.IItemCollection;
 import org.openjdk.jmc.common.item.IItemIterable;
 import org.openjdk.jmc.common.item.IMemberAccessor;
 import org.openjdk.jmc.common.item.IType;
+import org.openjdk.jmc.flightrecorder.IParserStats;
 import org.openjdk.jmc.flightrecorder.JfrAttributes;
 import org.openjdk.jmc.flightrecorder.JfrLoaderToolkit;
 
@@ -16,8 +18,11 @@ import org.openjdk.jmc.flightrecorder.JfrLoaderToolkit;
  * Reads a JFR file with JDK Mission Control's own parser (its public API) and prints what JMC
  * makes of the CPU-time samples: every event type whose identifier starts with
  * {@code jdk.CPUTimeSample} with its event count ({@code TYPE id n}; a random suffix means JMC
- * split the type), and the frame types JMC gives the Java frames ({@code FRAMETYPE type n}).
- * Exit status 1 with an {@code ERROR} line when JMC cannot load the file.
+ * split the type), the frame types JMC gives their frames ({@code FRAMETYPE type n}), the
+ * class and method JMC shows for the frames of type NATIVE
+ * ({@code NATIVEFRAME<tab>class<tab>method<tab>n}), and the parser's chunk and skipped-event
+ * counts ({@code CHUNKS n}, {@code SKIPPED n}). Exit status 1 with an {@code ERROR} line when
+ * JMC cannot load the file.
  *
  * <p>Usage: {@code java -cp $JMC_CP JmcFrames.java FILE} (JMC_CP: see ../shared/oracles).
  */
@@ -35,6 +40,7 @@ public class JmcFrames {
         }
         Map<String, Long> types = new TreeMap<>();
         Map<String, Long> frameTypes = new TreeMap<>();
+        Map<String, Long> nativeFrames = new TreeMap<>();
         for (IItemIterable items : all) {
             IType<IItem> type = items.getType();
             if (!type.getIdentifier().startsWith(EVENT)) {
@@ -50,10 +56,21 @@ public class JmcFrames {
                 }
                 for (IMCFrame frame : trace.getFrames()) {
                     frameTypes.merge(String.valueOf(frame.getType()), 1L, Long::sum);
+                    if (frame.getType() == IMCFrame.Type.NATIVE && frame.getMethod() != null) {
+                        IMCType owner = frame.getMethod().getType();
+                        String name = owner == null ? "null" : owner.getFullName();
+                        nativeFrames.merge(name + "\t" + frame.getMethod().getMethodName(), 1L,
+                                Long::sum);
+                    }
                 }
             }
         }
         types.forEach((id, n) -> System.out.println("TYPE " + id + " " + n));
         frameTypes.forEach((t, n) -> System.out.println("FRAMETYPE " + t + " " + n));
+        nativeFrames.forEach((f, n) -> System.out.println("NATIVEFRAME\t" + f + "\t" + n));
+        if (all instanceof IParserStats stats) {
+            System.out.println("CHUNKS " + stats.getChunkCount());
+            System.out.println("SKIPPED " + stats.getSkippedEventCount());
+        }
     }
 }

@@ -4,10 +4,11 @@
 use std::path::Path;
 
 /// Format rules of the symbolized file that readers other than the JDK's rely on, checked on
-/// its bytes: no `jdk.NativeStackTrace` pool is left; an empty symbol is null, not the empty
-/// string; every stack-trace key fits a Java `int` (async-profiler's converter keeps them as
-/// `int`s and drops the events of larger keys); and no negative `int` field takes the 9-byte
-/// form (`ff` × 8 then more: HotSpot writes the 32-bit pattern, 5 bytes).
+/// its bytes: no `jdk.NativeStackTrace` pool is left; every symbol is in UTF-8 (see
+/// [`check_symbols_utf8`]); the frame types have HotSpot's keys (see [`check_frame_type_keys`]);
+/// every stack-trace key fits a Java `int` (async-profiler's converter keeps them as `int`s and
+/// drops the events of larger keys); and no negative `int` field takes the 9-byte form
+/// (`ff` × 8 then more: HotSpot writes the 32-bit pattern, 5 bytes).
 pub fn check_reader_rules(path: &Path) {
     let bytes = std::fs::read(path).unwrap();
     let file = symbolize::jfr::read_chunks(&bytes);
@@ -21,24 +22,6 @@ pub fn check_reader_rules(path: &Path) {
                 !chunk.pools.contains_key(&native.id),
                 "a jdk.NativeStackTrace pool is left"
             );
-        }
-        // An empty symbol is null, as HotSpot writes it.
-        let symbol = md.class_by_name("jdk.types.Symbol").unwrap();
-        for value in chunk
-            .pools
-            .get(&symbol.id)
-            .into_iter()
-            .flat_map(|p| p.values())
-        {
-            if let symbolize::jfr::Value::Struct(fields) = value {
-                assert!(
-                    !matches!(
-                        fields.first(),
-                        Some(symbolize::jfr::Value::Str(symbolize::jfr::cursor::JString::Text(t))) if t.is_empty()
-                    ),
-                    "an empty symbol written as an empty string"
-                );
-            }
         }
         let stack_class = md.class_by_name("jdk.types.StackTrace").unwrap();
         if let Some(pool) = chunk.pools.get(&stack_class.id) {
@@ -65,6 +48,8 @@ pub fn check_reader_rules(path: &Path) {
         }
     }
     assert!(stacks > 0);
+    check_symbols_utf8(path);
+    check_frame_type_keys(path);
     let nine_byte = bytes
         .windows(8)
         .filter(|w| w.iter().all(|&b| b == 0xff))
@@ -73,4 +58,94 @@ pub fn check_reader_rules(path: &Path) {
         nine_byte, 0,
         "a value in the 9-byte form of a negative number"
     );
+}
+
+/// Every `jdk.types.Symbol` of every checkpoint is a string in UTF-8 (encoding 3), the empty
+/// one too: async-profiler's converter refuses the whole file ("Invalid symbol encoding") for
+/// one symbol in any other encoding, null (0) and the empty-string encoding (1) included.
+/// Holds for the agent's files and the symbolized ones.
+pub fn check_symbols_utf8(path: &Path) {
+    let encodings = symbol_encodings(&std::fs::read(path).unwrap());
+    assert!(!encodings.is_empty(), "{}: no symbol", path.display());
+    for (offset, encoding) in encodings {
+        assert_eq!(
+            encoding,
+            3,
+            "{}: the symbol at file offset {offset} in encoding {encoding}",
+            path.display()
+        );
+    }
+}
+
+/// The string encoding of every `jdk.types.Symbol` in the checkpoints of `bytes`, with the
+/// file offset of its encoding byte.
+pub fn symbol_encodings(bytes: &[u8]) -> Vec<(u64, u8)> {
+    let file = symbolize::jfr::read_chunks(bytes);
+    assert!(file.error.is_none(), "{:?}", file.error);
+    let mut out = Vec::new();
+    for chunk in &file.chunks {
+        let md = &chunk.metadata;
+        let symbol = md.class_by_name("jdk.types.Symbol").unwrap().id;
+        for record in chunk.records() {
+            let record = record.unwrap();
+            if record.type_id != 1 {
+                continue;
+            }
+            let mut c = record.payload(chunk.offset);
+            c.varint_i64().unwrap(); // start
+            c.varint().unwrap(); // duration
+            c.varint_i64().unwrap(); // delta to the previous checkpoint
+            c.u8().unwrap(); // type mask
+            for _ in 0..c.count().unwrap() {
+                let class_id = c.varint().unwrap();
+                for _ in 0..c.count().unwrap() {
+                    c.varint().unwrap(); // key
+                    if class_id == symbol {
+                        out.push((c.file_offset(), c.clone().u8().unwrap()));
+                    }
+                    symbolize::jfr::value::decode_instance(&mut c, md, class_id, 0).unwrap();
+                }
+            }
+        }
+    }
+    out
+}
+
+/// HotSpot's keys of the frame types, which async-profiler's converter takes by key, not by
+/// description.
+const HOTSPOT_FRAME_TYPES: [(&str, u64); 6] = [
+    ("Interpreted", 0),
+    ("JIT compiled", 1),
+    ("Inlined", 2),
+    ("Native", 3),
+    ("C++", 4),
+    ("Kernel", 5),
+];
+
+/// Every `jdk.types.FrameType` that HotSpot also writes has HotSpot's key (the converter shows
+/// a frame of key 3 as native, whatever its description says), and a native frame type is
+/// declared.
+pub fn check_frame_type_keys(path: &Path) {
+    let bytes = std::fs::read(path).unwrap();
+    let file = symbolize::jfr::read_chunks(&bytes);
+    assert!(file.error.is_none(), "{:?}", file.error);
+    for chunk in &file.chunks {
+        let view = symbolize::profile::View::new(chunk);
+        let class = chunk.metadata.class_by_name("jdk.types.FrameType").unwrap();
+        let pool = chunk.pools.get(&class.id).expect("a frame type pool");
+        for (key, value) in pool {
+            let description = view.string(value).unwrap();
+            if let Some((_, hotspot)) = HOTSPOT_FRAME_TYPES
+                .iter()
+                .find(|(d, _)| **d == *description)
+            {
+                assert_eq!(key, hotspot, "{}: frame type {description}", path.display());
+            }
+        }
+        assert!(
+            pool.keys().any(|k| *k == 3),
+            "{}: no native frame type",
+            path.display()
+        );
+    }
 }

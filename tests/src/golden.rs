@@ -154,18 +154,20 @@ impl Fixture {
     }
 
     fn method(&mut self, class: &str, name: &str, descriptor: &str, native: bool) -> MethodId {
-        let package_name = class.rsplit_once('/').map_or("", |(p, _)| p);
-        let pkg_symbol = self.rec.symbol(package_name);
-        let package = self.rec.package(Package {
-            name: pkg_symbol,
-            module: None,
-            exported: true,
+        // The unnamed package is no package, as HotSpot writes it.
+        let package = class.rsplit_once('/').map(|(package_name, _)| {
+            let name = self.rec.symbol(package_name);
+            self.rec.package(Package {
+                name,
+                module: None,
+                exported: true,
+            })
         });
         let class_symbol = self.rec.symbol(class);
         let class_id = self.rec.class(Class {
             class_loader: None,
             name: class_symbol,
-            package: Some(package),
+            package,
             modifiers: 1,
             hidden: false,
         });

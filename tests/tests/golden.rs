@@ -323,6 +323,17 @@ fn chunk_headers_follow_the_format_rules() {
     }
 }
 
+/// What async-profiler's converter needs of every file, raw ones included: symbols in UTF-8
+/// and HotSpot's frame-type keys (`tests/src/format_rules.rs`).
+#[test]
+fn golden_files_follow_the_rules_other_readers_need() {
+    for case in all_cases() {
+        let path = golden_path(&case);
+        tests::format_rules::check_symbols_utf8(&path);
+        tests::format_rules::check_frame_type_keys(&path);
+    }
+}
+
 /// JDK 25's `jfr scrub` rewrites a file through the JDK's own chunk writer; what it writes must
 /// read back as what we wrote.
 #[test]

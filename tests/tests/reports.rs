@@ -253,3 +253,47 @@ fn the_symbolized_file_follows_the_rules_other_readers_need() {
         .count();
     assert!(unknown_lines > 0);
 }
+
+/// A symbol the input writes in another encoding than UTF-8 (here Latin-1, which the JDK reads
+/// as the same text; older agents wrote a null one) is written in UTF-8 in the symbolized file,
+/// which async-profiler's converter would otherwise refuse whole.
+#[test]
+fn the_symbolized_file_has_every_symbol_in_utf8() {
+    let jdk = &oracle_jdks()[0];
+    let dir = std::env::temp_dir().join(format!("jfrnative-latin1-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut bytes = std::fs::read(golden("report_totals")).unwrap();
+    let encodings = tests::format_rules::symbol_encodings(&bytes);
+    // Latin-1 (5) has UTF-8's layout (length, then the bytes): the file stays valid.
+    for &(offset, _) in &encodings {
+        bytes[offset as usize] = 5;
+    }
+    let input = dir.join("latin1.jfr");
+    std::fs::write(&input, &bytes).unwrap();
+    let encodings = tests::format_rules::symbol_encodings(&bytes);
+    assert!(encodings.iter().all(|&(_, e)| e == 5), "{encodings:?}");
+    let before = jfr_json(jdk, &golden("report_totals")).unwrap();
+    assert_eq!(
+        jfr_json(jdk, &input).unwrap(),
+        before,
+        "the JDK reads the same"
+    );
+    let output = dir.join("latin1-sym.jfr");
+    let out = jfr_symbolize(&[input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+    assert!(out.status.success());
+    tests::format_rules::check_reader_rules(&output);
+    let from_utf8 = dir.join("utf8-sym.jfr");
+    let golden_path = golden("report_totals");
+    let out = jfr_symbolize(&[
+        golden_path.to_str().unwrap(),
+        "-o",
+        from_utf8.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    assert_eq!(
+        jfr_json(jdk, &output).unwrap(),
+        jfr_json(jdk, &from_utf8).unwrap(),
+        "the symbolized files read the same"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

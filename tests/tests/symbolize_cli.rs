@@ -573,6 +573,9 @@ fn jfr_view_lists_each_native_function_once_across_chunks() {
         .unwrap_or(0);
     assert!(chunks >= 3, "{chunks} chunks: {summary}");
     tests::format_rules::check_reader_rules(&output);
+    // The agent's own file too (Burner is in the unnamed package).
+    tests::format_rules::check_symbols_utf8(&input);
+    tests::format_rules::check_frame_type_keys(&input);
     let view = run(Command::new(jdk.tool("jfr"))
         .args(["view", "--width", "250", "cpu-time-hot-methods"])
         .arg(&output))

@@ -91,11 +91,12 @@ pub fn encode_zero(md: &Metadata, class_id: u64, constant_pool: bool, out: &mut 
     encode_instance(md, class_id, &Value::Struct(Vec::new()), out);
 }
 
-/// Appends a string: null, inline UTF-8, or a string-pool reference.
+/// Appends a string: null, inline UTF-8, or a string-pool reference. An empty string is UTF-8
+/// of length 0, not the empty-string encoding: it is then valid in a `jdk.types.Symbol`
+/// too, where async-profiler's converter accepts UTF-8 only.
 pub fn encode_string(s: &JString, out: &mut Vec<u8>) {
     match s {
         JString::Null => out.push(0),
-        JString::Text(t) if t.is_empty() => out.push(1),
         JString::Text(t) => {
             out.push(3);
             write_u64(out, t.len() as u64);
