@@ -41,6 +41,7 @@ pub fn run(
         ..Aggregate::default()
     };
     let mut origin_nanos = None;
+    let mut end_nanos = None;
     let mut buffer = Vec::new();
     let mut keys = FileKeys::default();
     for chunk in chunks(bytes) {
@@ -60,6 +61,7 @@ pub fn run(
         };
         let h = chunk.header;
         let origin = *origin_nanos.get_or_insert(h.start_nanos);
+        end_nanos = Some(h.start_nanos.saturating_add(h.duration_nanos.max(0)));
         if let Some(out) = jfr_out.as_deref_mut() {
             buffer.clear();
             let last = chunk.offset as usize + chunk.bytes.len() == bytes.len();
@@ -93,5 +95,16 @@ pub fn run(
     if outcome.aggregate.total.samples == 0 && execution.total.samples > 0 {
         outcome.aggregate = execution;
     }
+    if let (Some(start), Some(end)) = (origin_nanos, end_nanos) {
+        outcome.aggregate.span_nanos = Some(window(start, end, filter));
+    }
     Ok(outcome)
+}
+
+/// `start..end` (ns since the epoch) cut to the filter's window (ns from `start`).
+fn window(start: i64, end: i64, filter: &Filter) -> (i64, i64) {
+    let at = |offset_ns: u64| start.saturating_add(i64::try_from(offset_ns).unwrap_or(i64::MAX));
+    let from = filter.from_ns.map_or(start, at).clamp(start, end);
+    let to = filter.to_ns.map_or(end, at).clamp(from, end);
+    (from, to)
 }
