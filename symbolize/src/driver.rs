@@ -35,6 +35,8 @@ pub struct Pass<'a> {
     /// The JDK's own sampler, kept in case the files have no CPU-time samples at all.
     execution: Aggregate,
     origin_nanos: Option<i64>,
+    /// The end of the latest chunk read (ns since the epoch).
+    end_nanos: Option<i64>,
     buffer: Vec<u8>,
     keys: FileKeys,
 }
@@ -62,6 +64,7 @@ impl<'a> Pass<'a> {
                 ..Aggregate::default()
             },
             origin_nanos: None,
+            end_nanos: None,
             buffer: Vec::new(),
             keys: FileKeys::default(),
         }
@@ -95,6 +98,8 @@ impl<'a> Pass<'a> {
             };
             let h = chunk.header;
             let origin = *self.origin_nanos.get_or_insert(h.start_nanos);
+            let end = h.start_nanos.saturating_add(h.duration_nanos.max(0));
+            self.end_nanos = Some(self.end_nanos.map_or(end, |e| e.max(end)));
             if let Some(out) = jfr_out.as_deref_mut() {
                 self.buffer.clear();
                 let last = last_file && chunk.offset as usize + chunk.bytes.len() == bytes.len();
@@ -139,6 +144,9 @@ impl<'a> Pass<'a> {
         if self.outcome.aggregate.total.samples == 0 && self.execution.total.samples > 0 {
             self.outcome.aggregate = self.execution;
         }
+        if let (Some(start), Some(end)) = (self.origin_nanos, self.end_nanos) {
+            self.outcome.aggregate.span_nanos = Some(window(start, end, self.filter));
+        }
         self.outcome
     }
 }
@@ -156,4 +164,12 @@ pub fn run(
     let mut pass = Pass::new(symbolizer, filter, tool);
     pass.add_file(bytes, jfr_out, true, progress)?;
     Ok(pass.finish())
+}
+
+/// `start..end` (ns since the epoch) cut to the filter's window (ns from `start`).
+fn window(start: i64, end: i64, filter: &Filter) -> (i64, i64) {
+    let at = |offset_ns: u64| start.saturating_add(i64::try_from(offset_ns).unwrap_or(i64::MAX));
+    let from = filter.from_ns.map_or(start, at).clamp(start, end);
+    let to = filter.to_ns.map_or(end, at).clamp(from, end);
+    (from, to)
 }

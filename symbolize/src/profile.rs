@@ -81,6 +81,11 @@ pub struct ChunkProfile {
     /// Whether `jdk.CPUTimeSample` has a `nativeStackTrace` field here (jfr-native's events;
     /// the JDK's own have none).
     pub native_field: bool,
+    /// The sampling interval of `jdk.CPUTimeSample` that the chunk's `jdk.ActiveSetting`
+    /// events state, ns: jfr-native's `interval` option (written when it was given), or the
+    /// JDK's `throttle` when it is a time (`10 ms`; a rate such as `500/s` is no interval).
+    /// `None` when the chunk does not say.
+    pub interval_ns: Option<u64>,
 }
 
 impl ChunkProfile {
@@ -99,6 +104,7 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
     let library_class = md.class_by_name("jdk.NativeLibrary");
     let lost_class = md.class_by_name("jdk.CPUTimeSamplesLost");
     let execution_class = md.class_by_name("jdk.ExecutionSample");
+    let setting_class = md.class_by_name("jdk.ActiveSetting");
     let view = View::new(chunk);
     let mut profile = ChunkProfile {
         native_field: sample_class.is_some_and(|c| c.field_index("nativeStackTrace").is_some()),
@@ -135,6 +141,20 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
                     .filter(|s| !s.is_empty()),
                 file_offset: int("fileOffset").unwrap_or(0) as u64,
             });
+        } else if let Some(class) = setting_class.filter(|c| c.id == record.type_id) {
+            let fields = view.event_fields(&record, class)?;
+            let get = |name: &str| class.field_index(name).and_then(|i| fields.get(i));
+            let for_cpu_samples = sample_class
+                .is_some_and(|c| get("id").and_then(Value::as_i64) == i64::try_from(c.id).ok());
+            let name = get("name").and_then(|v| view.string(v));
+            if for_cpu_samples && matches!(name.as_deref(), Some("interval" | "throttle")) {
+                if let Some(ns) = get("value")
+                    .and_then(|v| view.string(v))
+                    .and_then(|v| duration_ns(&v))
+                {
+                    profile.interval_ns = Some(ns);
+                }
+            }
         } else if let Some(class) = lost_class.filter(|c| c.id == record.type_id) {
             let fields = view.event_fields(&record, class)?;
             let get = |name: &str| class.field_index(name).and_then(|i| fields.get(i));
@@ -204,6 +224,25 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
     }
     profile.libraries.sort_by_key(|l| l.base);
     Ok(profile)
+}
+
+/// A duration as the agent's options (`10ms`, `500us`) and the JDK's settings (`10 ms`, `1 s`)
+/// write it, in ns; `None` for anything else (a rate, `off`).
+fn duration_ns(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale = match unit.trim() {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return None,
+    };
+    let ns = number.parse::<f64>().ok()? * scale;
+    (ns >= 1.0 && ns < u64::MAX as f64).then_some(ns.round() as u64)
 }
 
 fn to_nanos(value: i64, unit: &str, ticks_per_second: i64) -> u64 {
@@ -373,5 +412,25 @@ impl<'c, 'a> View<'c, 'a> {
             .map(|pc| pc as u64)
             .collect();
         (pcs, truncated)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::duration_ns;
+
+    #[test]
+    fn intervals_read_as_the_agent_and_the_jdk_write_them() {
+        assert_eq!(duration_ns("10ms"), Some(10_000_000));
+        assert_eq!(duration_ns("500us"), Some(500_000));
+        assert_eq!(duration_ns("10 ms"), Some(10_000_000));
+        assert_eq!(duration_ns("1 s"), Some(1_000_000_000));
+        assert_eq!(duration_ns("0.5ms"), Some(500_000));
+        assert_eq!(duration_ns("100ns"), Some(100));
+        // A rate, or no duration at all, is no interval.
+        assert_eq!(duration_ns("500/s"), None);
+        assert_eq!(duration_ns("off"), None);
+        assert_eq!(duration_ns("10"), None);
+        assert_eq!(duration_ns("0ms"), None);
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod flame;
 pub mod format_rules;
+pub mod go_pprof;
 pub mod golden;
 pub mod jdk;
 pub mod natives;

@@ -26,14 +26,21 @@ fn release_build(args: &[&str]) -> Result<PathBuf, String> {
     Ok(target.join("release"))
 }
 
-/// `target/release/libjfrnative.so`, built once per test process.
-pub fn agent_library() -> PathBuf {
+/// `target/release`, with the agent and the tools built once per test process, in one build:
+/// `-p recorder` alone unifies the features of the dependencies it shares with the tools
+/// differently (libc without `extra_traits`), and the two builds then rebuild the agent and
+/// everything above it each time they alternate (3.5-4 minutes a switch on a loaded machine).
+fn release_binaries() -> PathBuf {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     BUILT
-        .get_or_init(|| release_build(&["-p", "recorder"]))
+        .get_or_init(|| release_build(&["-p", "recorder", "-p", "tools", "--lib", "--bins"]))
         .clone()
-        .unwrap_or_else(|e| panic!("building the agent: {e}"))
-        .join("libjfrnative.so")
+        .unwrap_or_else(|e| panic!("building the agent and the tools: {e}"))
+}
+
+/// `target/release/libjfrnative.so`, built once per test process.
+pub fn agent_library() -> PathBuf {
+    release_binaries().join("libjfrnative.so")
 }
 
 /// Builds the workload in `testdata/NAME` once per test process: `build(jdk, source, out)`
@@ -91,12 +98,7 @@ pub fn javac(jdk: &Jdk, source: &Path, dir: &Path) -> Result<(), String> {
 
 /// `target/release/NAME`, a binary of the `tools` package, built once per test process.
 pub fn tool_binary(name: &str) -> PathBuf {
-    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| release_build(&["-p", "tools", "--bins"]))
-        .clone()
-        .unwrap_or_else(|e| panic!("building the tools: {e}"))
-        .join(name)
+    release_binaries().join(name)
 }
 
 /// Runs `jfr-symbolize` with `args`, without `DEBUGINFOD_URLS` (so that no test asks a server

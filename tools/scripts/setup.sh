@@ -20,6 +20,8 @@ command -v nm >/dev/null || apt_packages+=(binutils)
 # section with xz, as Fedora's find-debuginfo does.
 command -v debuginfod >/dev/null || apt_packages+=(debuginfod)
 command -v xz >/dev/null || apt_packages+=(xz-utils)
+# The pprof export is read back by `go tool pprof` (-top, -traces, -raw).
+command -v go >/dev/null || apt_packages+=(golang-go)
 # The javac test unpacks the JDK's src.zip.
 command -v unzip >/dev/null || apt_packages+=(unzip)
 # The demo's JNI library compresses with zlib.

@@ -1,11 +1,13 @@
 //! Samples folded into weighted stacks: the data behind the collapsed, flame graph, text and
 //! JSON views.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use indexmap::IndexSet;
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
+use super::located::{Cut, Located};
 use crate::profile::{ChunkProfile, JavaFrame};
 use crate::resolve::{Frame, Symbolizer};
 
@@ -231,6 +233,9 @@ pub struct Filter {
     pub from_ns: Option<u64>,
     /// Keep samples before this many ns since the recording's first chunk start.
     pub to_ns: Option<u64>,
+    /// Also keep the samples by thread and by location ([`Aggregate::located`]: program
+    /// counters, libraries, inline chains), for the pprof export.
+    pub locations: bool,
 }
 
 /// Every kept sample folded by (thread, stack).
@@ -267,6 +272,14 @@ pub struct Aggregate {
     /// Chunks whose CPU samples can carry native stacks (a `nativeStackTrace` field); none in
     /// a file the JDK wrote itself.
     pub chunks_with_native_field: u64,
+    /// The samples by thread and by location, when [`Filter::locations`] asked for them.
+    pub located: Option<Located>,
+    /// The sampling intervals the chunks' settings state for `jdk.CPUTimeSample`, ns (see
+    /// [`ChunkProfile::interval_ns`]): one value when it is known, none when no chunk says.
+    pub intervals_ns: BTreeSet<u64>,
+    /// The time the kept samples come from, ns since the epoch: from the first chunk's start to
+    /// the last chunk's end, cut to the filter's window (set by [`crate::driver::run`]).
+    pub span_nanos: Option<(i64, i64)>,
 }
 
 /// The parameter list of a method descriptor, in source form: `(Ljava/lang/String;[II)V` →
@@ -356,18 +369,31 @@ impl Aggregate {
         if profile.native_field {
             self.chunks_with_native_field += 1;
         }
+        if self.source == Source::CpuTime {
+            self.intervals_ns.extend(profile.interval_ns);
+        }
+        if filter.locations && self.located.is_none() {
+            self.located = Some(Located::default());
+        }
         let mut stack = Vec::new();
+        // Where each location of the stack ends (for `located`): one per native PC (its inline
+        // chain), per physical Java frame (a method and the methods inlined into it), per
+        // placeholder.
+        let mut cuts: Vec<Cut<'_>> = Vec::new();
         for sample in samples {
             let (thread, at) = (sample.thread.as_deref(), sample.start_ticks);
             if !keep(thread, at, filter, origin_nanos, chunk_clock) {
                 continue;
             }
             stack.clear();
+            cuts.clear();
             if sample.native_truncated && sample.native.is_empty() {
                 stack.push(self.intern(FrameKey::placeholder(NATIVE_UNKNOWN)));
+                Cut::close(&mut cuts, stack.len());
             }
             for (i, &pc) in sample.native.iter().enumerate() {
-                let location = symbolizer.resolve(profile.library_of(pc), pc, i == 0);
+                let library = profile.library_of(pc);
+                let location = symbolizer.resolve(library, pc, i == 0);
                 for f in location.frames.iter() {
                     let key = FrameKey {
                         name: f.name.clone(),
@@ -379,9 +405,16 @@ impl Aggregate {
                     };
                     stack.push(self.intern(key));
                 }
+                cuts.push(Cut {
+                    end: stack.len(),
+                    library,
+                    address: Some(pc),
+                    named: location.frames.last().is_some_and(|f| f.named),
+                });
             }
             if sample.native_truncated && !sample.native.is_empty() {
                 stack.push(self.intern(FrameKey::placeholder(NATIVE_TRUNCATED)));
+                Cut::close(&mut cuts, stack.len());
             }
             for j in sample.java.iter() {
                 let name = match (&j.class, &j.method) {
@@ -397,8 +430,15 @@ impl Aggregate {
                     descriptor: j.descriptor.clone(),
                     kind: Kind::of_java(j),
                 };
+                let inlined = key.kind == Kind::Inlined;
                 stack.push(self.intern(key));
+                // A method the JIT inlined shares the physical frame of its caller (the next
+                // frame); a truncated stack may end with one whose caller is missing.
+                if !inlined {
+                    Cut::close(&mut cuts, stack.len());
+                }
             }
+            Cut::close(&mut cuts, stack.len());
             if sample.java.is_empty() {
                 let why = if sample.failed {
                     NO_JAVA_STACK
@@ -409,11 +449,12 @@ impl Aggregate {
             } else if sample.java_truncated {
                 stack.push(self.intern(FrameKey::placeholder(JAVA_TRUNCATED)));
             }
+            Cut::close(&mut cuts, stack.len());
             let w = Weight {
                 cpu_ns: sample.weight_ns,
                 samples: 1,
             };
-            self.add_stack(&mut stack, sample.thread.clone(), filter, w);
+            self.add_stack(&mut stack, &mut cuts, sample.thread.clone(), filter, w);
             self.recorded.add(sample.weight_ns);
             if sample.failed {
                 self.failed.add(sample.weight_ns);
@@ -445,12 +486,14 @@ impl Aggregate {
                 None => LOST_SAMPLES.to_string(),
             };
             stack.clear();
+            cuts.clear();
             stack.push(self.intern(FrameKey::placeholder(&name)));
+            Cut::close(&mut cuts, stack.len());
             let w = Weight {
                 cpu_ns: lost.cpu_ns.unwrap_or(0),
                 samples: lost.samples,
             };
-            self.add_stack(&mut stack, lost.thread.clone(), filter, w);
+            self.add_stack(&mut stack, &mut cuts, lost.thread.clone(), filter, w);
             self.lost.add_weight(w);
             if lost.cpu_ns.is_none() {
                 self.lost_cpu_unknown += lost.samples;
@@ -461,14 +504,20 @@ impl Aggregate {
     fn add_stack(
         &mut self,
         stack: &mut Vec<u32>,
+        cuts: &mut Vec<Cut<'_>>,
         thread: Option<Arc<str>>,
         filter: &Filter,
         w: Weight,
     ) {
+        let named = thread.clone();
         let thread = thread.unwrap_or_else(|| Arc::from("[unknown thread]"));
         if filter.per_thread {
             let root = FrameKey::placeholder(&format!("[{thread}]"));
             stack.push(self.intern(root));
+            Cut::close(cuts, stack.len());
+        }
+        if let Some(located) = &mut self.located {
+            located.add(named, stack, cuts, w);
         }
         match self.stacks.get_mut(stack.as_slice()) {
             Some(weight) => weight.add_weight(w),

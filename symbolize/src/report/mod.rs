@@ -3,6 +3,8 @@
 pub mod aggregate;
 pub mod collapsed;
 pub mod json;
+pub mod located;
+pub mod pprof;
 pub mod text;
 
 pub use aggregate::{Aggregate, Filter, FrameKey, Kind, Names, Weight};

@@ -1,12 +1,12 @@
 //! `jfr-symbolize`: resolves the native PCs of a jfr-native recording offline and writes a
-//! symbolized JFR, folded stacks, a flame graph, a text report or JSON.
+//! symbolized JFR, folded stacks, a flame graph, a text report, JSON or pprof.
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
-use symbolize::report::{collapsed, json, text, Filter};
+use symbolize::report::{collapsed, json, pprof, text, Filter};
 use symbolize::{Debuginfod, Options, Symbolizer};
 use tools::flamegraph;
 
@@ -22,6 +22,9 @@ enum Format {
     Text,
     /// Everything above, for scripts.
     Json,
+    /// pprof (gzip-compressed profile.proto) for go tool pprof, Pyroscope, Parca: samples
+    /// and CPU ns per stack, thread labels, native frames with addresses and mappings.
+    Pprof,
 }
 
 /// Symbolize the native frames of a jfr-native recording.
@@ -36,7 +39,7 @@ struct Args {
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Output format; default: from the output's extension (.jfr, .svg, .html, .txt, .json,
-    /// .collapsed, .folded), else text.
+    /// .collapsed, .folded, .pb.gz, .pprof), else text.
     #[arg(short, long, value_enum)]
     format: Option<Format>,
     /// Keep only threads whose name contains this (repeatable).
@@ -82,11 +85,19 @@ fn format_of(args: &Args) -> Format {
         .and_then(|p| p.extension())
         .and_then(|e| e.to_str())
         .unwrap_or("");
+    let pb_gz = args
+        .output
+        .as_ref()
+        .is_some_and(|p| p.to_string_lossy().ends_with(".pb.gz"));
+    if pb_gz {
+        return Format::Pprof;
+    }
     match ext {
         "jfr" => Format::Jfr,
         "svg" | "html" => Format::Flamegraph,
         "json" => Format::Json,
         "collapsed" | "folded" => Format::Collapsed,
+        "pprof" => Format::Pprof,
         _ => Format::Text,
     }
 }
@@ -178,6 +189,11 @@ fn run(args: &Args) -> io::Result<ExitCode> {
             "a JFR file is binary: give -o OUT.jfr or redirect standard output",
         ));
     }
+    if format == Format::Pprof && to_stdout && io::stdout().is_terminal() {
+        return Err(io::Error::other(
+            "a pprof file is binary: give -o OUT.pb.gz or redirect standard output",
+        ));
+    }
     let mut options = Options::default();
     if !args.debug_dirs.is_empty() {
         options.debug_dirs = args.debug_dirs.clone();
@@ -192,6 +208,7 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         per_thread: args.per_thread,
         from_ns: args.from.map(|s| (s * 1e9) as u64),
         to_ns: args.to.map(|s| (s * 1e9) as u64),
+        locations: format == Format::Pprof,
     };
     // A file output is written to a temporary file beside it and renamed over it only once
     // something could be read: an existing output survives unreadable input, and no empty
@@ -265,6 +282,7 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         }
         Format::Text => text::write(agg, args.top, &mut *sink)?,
         Format::Json => json::write(agg, &mut *sink)?,
+        Format::Pprof => pprof::write(agg, &mut *sink)?,
     }
     sink.flush()?;
     drop(sink);
