@@ -20,6 +20,10 @@ command -v nm >/dev/null || apt_packages+=(binutils)
 # section with xz, as Fedora's find-debuginfo does.
 command -v debuginfod >/dev/null || apt_packages+=(debuginfod)
 command -v xz >/dev/null || apt_packages+=(xz-utils)
+# The HTML flame graph's tests drive a real browser: Debian's chromium, headless (its labels
+# in DejaVu Sans Mono).
+command -v chromium >/dev/null || apt_packages+=(chromium)
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ] || apt_packages+=(fonts-dejavu-core)
 # The javac test unpacks the JDK's src.zip.
 command -v unzip >/dev/null || apt_packages+=(unzip)
 # The demo's JNI library compresses with zlib.
