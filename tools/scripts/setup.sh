@@ -22,6 +22,10 @@ command -v debuginfod >/dev/null || apt_packages+=(debuginfod)
 command -v xz >/dev/null || apt_packages+=(xz-utils)
 # The pprof export is read back by `go tool pprof` (-top, -traces, -raw).
 command -v go >/dev/null || apt_packages+=(golang-go)
+# The HTML flame graph's tests drive a real browser: Debian's chromium, headless (its labels
+# in DejaVu Sans Mono).
+command -v chromium >/dev/null || apt_packages+=(chromium)
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ] || apt_packages+=(fonts-dejavu-core)
 # The javac test unpacks the JDK's src.zip.
 command -v unzip >/dev/null || apt_packages+=(unzip)
 # The demo's JNI library compresses with zlib.

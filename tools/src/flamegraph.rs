@@ -59,7 +59,15 @@ fn display_name(frame: &FrameKey, overloaded: &Names) -> String {
     name
 }
 
-fn shade_of(name: &str) -> u8 {
+/// The text a frame's shade is taken from ([`frame_color`]): its name as the SVG's folded lines
+/// give it to inferno, marker included, so that the SVG and the HTML flame graph give a frame
+/// the same colour.
+pub fn palette_name(frame: &FrameKey, overloaded: &Names) -> String {
+    collapsed::folded(&display_name(frame, overloaded))
+}
+
+/// How many steps (0 to [`SHADES`]−1) [`frame_color`] darkens the frames named `name`.
+pub fn shade_of(name: &str) -> u8 {
     let mut h: u32 = 0x811c_9dc5;
     for b in name.bytes() {
         h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
@@ -91,8 +99,7 @@ pub fn write(
     let mut palette = PaletteMap::default();
     let mut kinds = Vec::new();
     for frame in agg.frames.iter() {
-        // The name as the folded lines give it to inferno.
-        let name = collapsed::folded(&display_name(frame, &overloaded));
+        let name = palette_name(frame, &overloaded);
         let (r, g, b) = frame_color(frame.kind, &name);
         palette.insert(&name, Color { r, g, b });
         if !kinds.contains(&frame.kind) {

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, ValueEnum};
 use symbolize::report::{collapsed, json, pprof, text, Filter};
 use symbolize::{Debuginfod, Options, Symbolizer};
-use tools::flamegraph;
+use tools::{flamegraph, flamegraph_html};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Format {
@@ -18,6 +18,8 @@ enum Format {
     Collapsed,
     /// An interactive SVG flame graph.
     Flamegraph,
+    /// A self-contained HTML flame graph: search, zoom, reverse view, differences (--diff).
+    Html,
     /// Top native functions, Java methods, stacks and threads by CPU time.
     Text,
     /// Everything above, for scripts.
@@ -39,9 +41,13 @@ struct Args {
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Output format; default: from the output's extension (.jfr, .svg, .html, .txt, .json,
-    /// .collapsed, .folded, .pb.gz, .pprof), else text.
+    /// .collapsed, .folded, .pb.gz, .pprof), else text (html with --diff).
     #[arg(short, long, value_enum)]
     format: Option<Format>,
+    /// A differential HTML flame graph: the input is NEW, this recording is BASE (each
+    /// frame coloured by how its share of its recording's total changed).
+    #[arg(long, value_name = "BASE")]
+    diff: Option<PathBuf>,
     /// Keep only threads whose name contains this (repeatable).
     #[arg(long = "thread")]
     threads: Vec<String>,
@@ -94,10 +100,12 @@ fn format_of(args: &Args) -> Format {
     }
     match ext {
         "jfr" => Format::Jfr,
-        "svg" | "html" => Format::Flamegraph,
+        "svg" => Format::Flamegraph,
+        "html" | "htm" => Format::Html,
         "json" => Format::Json,
         "collapsed" | "folded" => Format::Collapsed,
         "pprof" => Format::Pprof,
+        _ if args.diff.is_some() => Format::Html,
         _ => Format::Text,
     }
 }
@@ -171,6 +179,32 @@ fn inputs_name(inputs: &[PathBuf]) -> String {
     }
 }
 
+/// The samples of the BASE recording of `--diff`, or `None` (said on stderr) when nothing of
+/// it can be read. Damage after readable chunks is a warning: the chunks before it are used.
+fn base_aggregate(
+    path: &std::path::Path,
+    symbolizer: &mut Symbolizer,
+    filter: &Filter,
+) -> io::Result<Option<symbolize::report::Aggregate>> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display())))?;
+    let tool = format!("jfr-symbolize {}", env!("CARGO_PKG_VERSION"));
+    let outcome = symbolize::driver::run(&bytes, symbolizer, filter, None, &tool, &mut |_, _| {})?;
+    match &outcome.error {
+        Some(e) if outcome.chunks == 0 => {
+            eprintln!("jfr-symbolize: {} (BASE): {e}", path.display());
+            return Ok(None);
+        }
+        Some(e) => eprintln!(
+            "jfr-symbolize: {} (BASE): damaged {e}; the {} chunk(s) before it were used",
+            path.display(),
+            outcome.chunks
+        ),
+        None => {}
+    }
+    Ok(Some(outcome.aggregate))
+}
+
 fn run(args: &Args) -> io::Result<ExitCode> {
     let files = input_files(&args.inputs)?;
     let sizes: Vec<u64> = files
@@ -183,6 +217,11 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         .collect::<io::Result<_>>()?;
     let total_bytes: u64 = sizes.iter().sum();
     let format = format_of(args);
+    if args.diff.is_some() && format != Format::Html {
+        return Err(io::Error::other(
+            "--diff makes an HTML flame graph: give -o OUT.html or --format html",
+        ));
+    }
     let to_stdout = args.output.as_ref().is_none_or(|p| p.as_os_str() == "-");
     if format == Format::Jfr && to_stdout && io::stdout().is_terminal() {
         return Err(io::Error::other(
@@ -279,6 +318,21 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         Format::Flamegraph => {
             let title = format!("CPU time: {input}");
             flamegraph::write(agg, unit, &title, &mut *sink)?;
+        }
+        Format::Html => {
+            let name = input.clone();
+            if let Some(base_path) = &args.diff {
+                let Some(base) = base_aggregate(base_path, &mut symbolizer, &filter)? else {
+                    return Ok(ExitCode::from(2));
+                };
+                let base_name = base_path.display().to_string();
+                let title = format!("CPU time: {name} (NEW) against {base_name} (BASE)");
+                let (base, new) = ((&base, base_name.as_str()), (agg, name.as_str()));
+                flamegraph_html::write_diff(base, new, unit, &title, &mut *sink)?;
+            } else {
+                let title = format!("CPU time: {name}");
+                flamegraph_html::write(agg, &name, unit, &title, &mut *sink)?;
+            }
         }
         Format::Text => text::write(agg, args.top, &mut *sink)?,
         Format::Json => json::write(agg, &mut *sink)?,
