@@ -2,6 +2,7 @@
 //! write its symbolized copy, one chunk at a time.
 
 use std::io::{self, Write};
+use std::path::PathBuf;
 
 use crate::jfr::{chunks, ReadError};
 use crate::profile::read_chunk;
@@ -22,6 +23,33 @@ pub struct Outcome {
     pub rewrite: ChunkStats,
     /// The damage that stopped reading before the end of the file, if any.
     pub error: Option<ReadError>,
+}
+
+/// The files to read for `inputs`: each file as given, a directory as its `*.jfr` files in
+/// name order (a directory recording's chunk files, `file=DIR/`; files still being written end
+/// in `.part` and are left out). A directory without any is an error.
+pub fn input_files(inputs: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for input in inputs {
+        if !input.is_dir() {
+            files.push(input.clone());
+            continue;
+        }
+        let mut found: Vec<PathBuf> = std::fs::read_dir(input)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", input.display())))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "jfr") && p.is_file())
+            .collect();
+        if found.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no *.jfr files in {}", input.display()),
+            ));
+        }
+        found.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+        files.extend(found);
+    }
+    Ok(files)
 }
 
 /// A pass over one or more files (the chunks of a directory recording, or several recordings):

@@ -257,6 +257,92 @@ fn record_runs_java_with_the_agent_and_reports() {
 }
 
 #[test]
+fn record_into_a_directory_keeps_chunk_files_and_reports_them_all() {
+    let jdk = &oracle_jdks()[0];
+    let dir = out_dir("directory");
+    let recording = dir.join("prof");
+    let out = jfrnative()
+        .args([
+            "record",
+            "-i",
+            "1ms",
+            "--chunk",
+            "1s",
+            "--maxsize",
+            "64mb",
+            "-o",
+        ])
+        .arg(format!("{}/", recording.display()))
+        .arg("--")
+        .arg(java_of(jdk))
+        .args(burner_args(2.0))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    // One file per chunk in the directory, the views beside it.
+    let files: Vec<PathBuf> = std::fs::read_dir(&recording)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jfr"))
+        .collect();
+    assert!(files.len() >= 2, "{} chunk files: {stderr}", files.len());
+    let per_file: u64 = files
+        .iter()
+        .map(|f| {
+            run(Command::new(jdk.tool("jfr")).arg("summary").arg(f))
+                .unwrap()
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some("jdk.CPUTimeSample"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .sum();
+    assert_eq!(reported_samples(&stdout), per_file, "{stdout}");
+    for name in ["prof.symbolized.jfr", "prof.html", "prof.svg", "prof.txt"] {
+        let path = dir.join(name);
+        assert!(path.is_file(), "{name} missing: {stdout}");
+        assert!(stdout.contains(&path.display().to_string()), "{stdout}");
+    }
+    let symbolized = cpu_sample_events(jdk, &dir.join("prof.symbolized.jfr")).unwrap();
+    assert_eq!(symbolized.len() as u64, per_file);
+    assert_eq!(
+        table(&stdout, "Top native functions")
+            .first()
+            .map(|r| r.1.as_str()),
+        Some("level3 [libburner.so]"),
+        "{stdout}"
+    );
+    // The bounds belong to a directory; a command that may start several JVMs needs files.
+    let out = jfrnative()
+        .args(["record", "--maxage", "1h", "-o"])
+        .arg(dir.join("one.jfr"))
+        .arg("--")
+        .arg(java_of(jdk))
+        .arg("-version")
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("--maxage bounds a directory recording"),
+        "{stderr}"
+    );
+    let out = jfrnative()
+        .args(["record", "-o"])
+        .arg(format!("{}/", dir.join("many").display()))
+        .args(["--", "sh", "-c", "true"])
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("a directory recording records one JVM"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn record_with_java_from_java_home() {
     let Some(jdk) = oracle_jdks().into_iter().next() else {
         return;

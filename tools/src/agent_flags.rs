@@ -41,6 +41,15 @@ pub struct AgentFlags {
     /// [agent default: 5s].
     #[arg(long, value_name = "WHEN")]
     pub chunk: Option<String>,
+    /// With an output directory (`-o DIR/`, one file per chunk): remove the oldest files while
+    /// they take more than this: a size with k, mb or gb [agent default: 250mb unless --maxage
+    /// is given].
+    #[arg(long, value_name = "SIZE")]
+    pub maxsize: Option<String>,
+    /// With an output directory (`-o DIR/`): remove files that ended longer ago than this: a
+    /// duration with s, m, h or d [agent default: none].
+    #[arg(long, value_name = "DURATION")]
+    pub maxage: Option<String>,
     /// The signal of the agent's timers: a free real-time signal number [agent default: the
     /// first free of SIGRTMIN+4 ... SIGRTMAX].
     #[arg(long, value_name = "NUMBER")]
@@ -67,6 +76,8 @@ impl AgentFlags {
             ("depth", &self.depth),
             ("native_depth", &self.native_depth),
             ("chunk", &self.chunk),
+            ("maxsize", &self.maxsize),
+            ("maxage", &self.maxage),
             ("signal", &self.signal),
         ]
         .into_iter()
@@ -85,7 +96,9 @@ impl AgentFlags {
                 ));
             }
         }
-        let mut options = String::from("file=check.jfr");
+        // A directory, so that maxsize and maxage are checked too; whether the output is a
+        // directory is checked where the output is known.
+        let mut options = String::from("file=check/");
         for (key, value) in self.pairs() {
             options.push_str(&format!(",{key}={value}"));
         }

@@ -1,8 +1,10 @@
 //! After a recording: symbolize it once and leave the views beside it.
 //!
 //! For `out.jfr` (what the agent wrote, untouched): `out.symbolized.jfr` (native frames in the
-//! stack traces, for JDK Mission Control and `jfr print`), `out.svg` (flame graph) and
-//! `out.txt` (the full text report). The short report goes to the terminal.
+//! stack traces, for JDK Mission Control and `jfr print`), `out.html` (the HTML flame graph),
+//! `out.svg` (the SVG one) and `out.txt` (the full text report). For a directory recording
+//! `DIR/` (one file per chunk) the same names are made from `DIR`, beside it. The short report
+//! goes to the terminal.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -10,15 +12,19 @@ use std::path::{Path, PathBuf};
 use symbolize::report::{collapsed, text, Filter};
 use symbolize::{Options, Symbolizer};
 
-use crate::flamegraph;
+use crate::{flamegraph, flamegraph_html};
 
 /// The files written beside a recording.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outputs {
-    /// The recording as the agent wrote it.
+    /// The recording as the agent wrote it: a file, or a directory of chunk files.
     pub recording: PathBuf,
+    /// Whether `recording` is a directory of chunk files (`file=DIR/`).
+    pub directory: bool,
     /// The symbolized JFR.
     pub symbolized: PathBuf,
+    /// The HTML flame graph.
+    pub html: PathBuf,
     /// The SVG flame graph.
     pub flame_graph: PathBuf,
     /// The full text report.
@@ -26,9 +32,19 @@ pub struct Outputs {
 }
 
 impl Outputs {
-    /// The names derived from the recording's: `x.jfr` → `x.symbolized.jfr`, `x.svg`, `x.txt`.
+    /// The names derived from the recording's: `x.jfr` → `x.symbolized.jfr`, `x.html`, `x.svg`,
+    /// `x.txt`.
     pub fn beside(recording: &Path) -> Outputs {
-        let stem = recording.with_extension("");
+        Outputs::named(recording, recording.with_extension(""), false)
+    }
+
+    /// The names for a directory recording `dir`: `dir.symbolized.jfr`, `dir.html`, ... beside
+    /// the directory.
+    pub fn beside_directory(dir: &Path) -> Outputs {
+        Outputs::named(dir, dir.to_path_buf(), true)
+    }
+
+    fn named(recording: &Path, stem: PathBuf, directory: bool) -> Outputs {
         let with = |suffix: &str| {
             let mut s = stem.clone().into_os_string();
             s.push(suffix);
@@ -36,20 +52,33 @@ impl Outputs {
         };
         Outputs {
             recording: recording.to_path_buf(),
+            directory,
             symbolized: with(".symbolized.jfr"),
+            html: with(".html"),
             flame_graph: with(".svg"),
             report: with(".txt"),
         }
     }
 
-    /// Fails now, before recording, if any of the files cannot be written.
+    /// Fails now, before recording, if any of the files cannot be written (a directory
+    /// recording's directory is made).
     pub fn check_writable(&self) -> Result<(), String> {
-        for path in [
-            &self.recording,
+        if self.directory {
+            std::fs::create_dir_all(&self.recording).map_err(|e| {
+                format!(
+                    "cannot write {}: {e}; choose another output with -o",
+                    self.recording.display()
+                )
+            })?;
+        }
+        let files = [
             &self.symbolized,
+            &self.html,
             &self.flame_graph,
             &self.report,
-        ] {
+        ];
+        let recording = (!self.directory).then_some(&self.recording);
+        for path in recording.into_iter().chain(files) {
             let existed = path.exists();
             std::fs::OpenOptions::new()
                 .create(true)
@@ -89,12 +118,7 @@ fn create(path: &Path) -> io::Result<io::BufWriter<std::fs::File>> {
 /// Symbolizes `outputs.recording` and writes the other three files; `top` rows per table in
 /// the short report.
 pub fn write(outputs: &Outputs, top: usize) -> io::Result<Summary> {
-    let bytes = std::fs::read(&outputs.recording).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("cannot read {}: {e}", outputs.recording.display()),
-        )
-    })?;
+    let files = symbolize::driver::input_files(std::slice::from_ref(&outputs.recording))?;
     // Debug files from debuginfod when DEBUGINFOD_URLS names servers, as jfr-symbolize does.
     let options = Options {
         debuginfod: symbolize::Debuginfod::from_env(),
@@ -103,18 +127,32 @@ pub fn write(outputs: &Outputs, top: usize) -> io::Result<Summary> {
     let mut symbolizer = Symbolizer::new(options);
     let mut jfr = create(&outputs.symbolized)?;
     let tool = format!("jfrnative {}", env!("CARGO_PKG_VERSION"));
-    let outcome = symbolize::driver::run(
-        &bytes,
-        &mut symbolizer,
-        &Filter::default(),
-        Some(&mut jfr),
-        &tool,
-        &mut |_, _| {},
-    )?;
+    let filter = Filter::default();
+    let mut pass = symbolize::driver::Pass::new(&mut symbolizer, &filter, &tool);
+    let mut damaged = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        let bytes = std::fs::read(file).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot read {}: {e}", file.display()))
+        })?;
+        let last = i + 1 == files.len();
+        let read = pass.add_file(&bytes, Some(&mut jfr), last, &mut |_, _| {})?;
+        if let Some(e) = read.error {
+            damaged.push(format!(
+                "{}: damaged {e}; the {} chunk(s) before it were used",
+                file.display(),
+                read.chunks
+            ));
+        }
+    }
+    let outcome = pass.finish();
     jfr.flush()?;
     let agg = &outcome.aggregate;
+    let name = outputs.recording.display().to_string();
+    let title = format!("CPU time: {name}");
+    let mut html = create(&outputs.html)?;
+    flamegraph_html::write(agg, &name, collapsed::Unit::CpuNanos, &title, &mut html)?;
+    html.flush()?;
     let mut svg = create(&outputs.flame_graph)?;
-    let title = format!("CPU time: {}", outputs.recording.display());
     flamegraph::write(agg, collapsed::Unit::CpuNanos, &title, &mut svg)?;
     svg.flush()?;
     let mut report = create(&outputs.report)?;
@@ -127,13 +165,7 @@ pub fn write(outputs: &Outputs, top: usize) -> io::Result<Summary> {
         .iter()
         .map(|p| format!("{}: {}", p.library, p.reason))
         .collect();
-    if let Some(e) = &outcome.error {
-        warnings.push(format!(
-            "{}: damaged {e}; the {} chunk(s) before it were used",
-            outputs.recording.display(),
-            outcome.chunks
-        ));
-    }
+    warnings.extend(damaged);
     Ok(Summary {
         text: String::from_utf8_lossy(&short).into_owned(),
         samples: agg.total.samples,
@@ -151,6 +183,12 @@ mod tests {
         assert_eq!(o.symbolized, Path::new("/tmp/run.1/out.symbolized.jfr"));
         assert_eq!(o.flame_graph, Path::new("/tmp/run.1/out.svg"));
         assert_eq!(o.report, Path::new("/tmp/run.1/out.txt"));
+        assert_eq!(o.html, Path::new("/tmp/run.1/out.html"));
+        assert!(!o.directory);
+        let d = Outputs::beside_directory(Path::new("/tmp/run.1/prof"));
+        assert_eq!(d.symbolized, Path::new("/tmp/run.1/prof.symbolized.jfr"));
+        assert_eq!(d.html, Path::new("/tmp/run.1/prof.html"));
+        assert!(d.directory);
         let e = Outputs::beside(Path::new("/nonexistent/dir/x.jfr"))
             .check_writable()
             .unwrap_err();

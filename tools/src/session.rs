@@ -64,6 +64,18 @@ impl Session {
         settings: Vec<(&'static str, String)>,
     ) -> Result<Session, String> {
         let agent = agent_library(agent)?;
+        // A path ending in '/' (or an existing directory): a directory of chunk files.
+        let directory = output.to_string_lossy().ends_with('/') || output.is_dir();
+        if let Some((key, _)) = settings
+            .iter()
+            .find(|(key, _)| !directory && matches!(*key, "maxsize" | "maxage"))
+        {
+            return Err(format!(
+                "--{key} bounds a directory recording: give -o DIR/ (one file per chunk), not \
+                 the file {}",
+                output.display()
+            ));
+        }
         let recording = absolute(output)?;
         if recording.to_string_lossy().contains(',') {
             return Err(format!(
@@ -72,7 +84,13 @@ impl Session {
                 recording.display()
             ));
         }
-        let outputs = Outputs::beside(&recording);
+        let outputs = if directory {
+            // Without its trailing '/': the other files go beside the directory, not into it.
+            let dir: PathBuf = recording.components().collect();
+            Outputs::beside_directory(&dir)
+        } else {
+            Outputs::beside(&recording)
+        };
         outputs.check_writable()?;
         let mut status_file = recording.clone().into_os_string();
         status_file.push(".status");
@@ -88,7 +106,8 @@ impl Session {
 
     /// The agent's option string.
     pub fn agent_options(&self) -> String {
-        let mut options = format!("file={}", self.outputs.recording.display());
+        let slash = if self.outputs.directory { "/" } else { "" };
+        let mut options = format!("file={}{slash}", self.outputs.recording.display());
         for (key, value) in &self.settings {
             options.push_str(&format!(",{key}={value}"));
         }
@@ -148,13 +167,21 @@ impl Session {
         for (path, what) in [
             (
                 &o.recording,
-                "the recording: native PCs and jdk.NativeLibrary events",
+                if o.directory {
+                    "the recording, one file per chunk: native PCs and jdk.NativeLibrary events"
+                } else {
+                    "the recording: native PCs and jdk.NativeLibrary events"
+                },
             ),
             (
                 &o.symbolized,
                 "native frames in the stacks: JDK Mission Control, `jfr print`, `jfr view`",
             ),
-            (&o.flame_graph, "flame graph: open in a browser"),
+            (
+                &o.html,
+                "flame graph: open in a browser (search, zoom, reverse view)",
+            ),
+            (&o.flame_graph, "the same flame graph as SVG"),
             (&o.report, "the full report: top stacks and threads too"),
         ] {
             println!("  {}\n      {what}", path.display());

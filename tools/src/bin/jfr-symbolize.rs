@@ -144,32 +144,6 @@ fn temporary_beside(path: &std::path::Path) -> io::Result<tempfile::NamedTempFil
         .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
 }
 
-/// The files to read: each input as given, a directory as its `*.jfr` files in name order
-/// (files still being written end in `.part` and are left out).
-fn input_files(inputs: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for input in inputs {
-        if !input.is_dir() {
-            files.push(input.clone());
-            continue;
-        }
-        let mut found: Vec<PathBuf> = std::fs::read_dir(input)
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", input.display())))?
-            .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "jfr") && p.is_file())
-            .collect();
-        if found.is_empty() {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("no *.jfr files in {}", input.display()),
-            ));
-        }
-        found.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
-        files.extend(found);
-    }
-    Ok(files)
-}
-
 /// What the inputs are called in messages.
 fn inputs_name(inputs: &[PathBuf]) -> String {
     match inputs {
@@ -206,7 +180,7 @@ fn base_aggregate(
 }
 
 fn run(args: &Args) -> io::Result<ExitCode> {
-    let files = input_files(&args.inputs)?;
+    let files = symbolize::driver::input_files(&args.inputs)?;
     let sizes: Vec<u64> = files
         .iter()
         .map(|f| {

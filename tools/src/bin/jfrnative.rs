@@ -220,6 +220,14 @@ fn record_any(a: &RecordArgs, program: &str, args: &[String]) -> Result<ExitCode
         .output
         .clone()
         .unwrap_or_else(|| default_name("jfrnative"));
+    if output.to_string_lossy().ends_with('/') || output.is_dir() {
+        return Err(format!(
+            "-o {}: a directory recording records one JVM; a command that may start several \
+             writes one file per JVM: give a file name (OUT.jfr becomes OUT-PID.jfr)",
+            output.display()
+        )
+        );
+    }
     let pattern = any_command::pattern_of(&session::absolute(&output)?);
     // Checks the agent and that files can be written there (with the pattern's own name).
     let template = a.common.session(&pattern)?;
