@@ -435,9 +435,11 @@ fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> R
     signal::INTERVAL_NS.store(options.interval_ns, Ordering::Release);
     // Tried on this thread before any is armed; perf refused is said once and the recording
     // goes on with timers.
-    if let (_, Some(message)) = engine::choose(options.engine, options.interval_ns) {
+    let (effective, message) = engine::choose(options.engine, options.interval_ns);
+    if let Some(message) = message {
         eprintln!("{message}");
     }
+
     agent.stop.store(false, Ordering::Release);
     let options_depth = (options.depth, options.native_depth);
     // Before the first code map is read: JIT code is known by the code cache's bounds.
@@ -470,6 +472,11 @@ fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> R
     if let Err(e) = install_handlers(agent.signal) {
         stop_writer(agent);
         return Err(e);
+    }
+    // Last, like the other handlers (nothing after this fails, so no handler is left in a
+    // library HotSpot unloads after a failed attach).
+    if matches!(effective, engine::Effective::Perf(_)) {
+        crate::perf::protect_from_sigio();
     }
     // After the fault hook: the thread objects are read through it.
     if signal::USE_VM_WALK.load(Ordering::Acquire) {
@@ -543,6 +550,7 @@ fn run_drain(
         std::thread::park_timeout(DRAIN_PERIOD);
         drain.refresh_code_map();
         drain.drain_all();
+        drain.check_counters();
         if let Err(e) = drain.maybe_rotate() {
             let message = format!("jfr-native: writing {file} failed, recording stops: {e}");
             eprintln!("{message}");
@@ -652,8 +660,9 @@ fn unregister_current_thread() {
         .iter()
         .filter(|s| s.tid() == tid && !s.ended.load(Ordering::Acquire))
     {
+        // Ended first: an arm from another thread that races with this disarms after itself.
+        slot.ended.store(true, Ordering::SeqCst);
         slot.disarm();
-        slot.ended.store(true, Ordering::Release);
     }
 }
 
@@ -662,7 +671,10 @@ fn unregister_current_thread() {
 fn stop(agent: &'static Agent) {
     RECORDING.store(false, Ordering::SeqCst);
     if let Ok(slots) = SLOTS.lock() {
-        let detached = slots.iter().filter_map(|slot| slot.detach()).collect();
+        let detached = slots
+            .iter()
+            .filter_map(|&slot| slot.detach().map(|s| (slot, s)))
+            .collect();
         crate::slots::retire(detached);
     }
     // A handler that passed its RECORDING check before the store above finishes its record

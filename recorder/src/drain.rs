@@ -28,6 +28,9 @@ use crate::unwind::watcher;
 /// How often the rings are emptied.
 pub const DRAIN_PERIOD: Duration = Duration::from_millis(10);
 
+/// How often stopped perf counters are looked for.
+const COUNTER_CHECK_PERIOD_NS: i64 = 1_000_000_000;
+
 /// How often the status file (if any) is rewritten.
 const STATUS_PERIOD_NS: i64 = 250_000_000;
 
@@ -154,6 +157,9 @@ pub struct Drain {
     java: Vec<Frame>,
     summary: Summary,
     status_written_ns: i64,
+    /// Per slot with a perf counter: (descriptor, counted ns, thread CPU ns) at the last check.
+    counters: HashMap<u32, (i32, u64, u64)>,
+    counters_checked_ns: i64,
 }
 
 impl Drain {
@@ -190,6 +196,8 @@ impl Drain {
             java: Vec::new(),
             summary: Summary::default(),
             status_written_ns: 0,
+            counters: HashMap::new(),
+            counters_checked_ns: os::monotonic_ns(),
         };
         d.start_chunk();
         d.write_status(State::Recording, "");
@@ -491,6 +499,38 @@ impl Drain {
         self.summary.failed += u64::from(failed);
     }
 
+    /// Once a second: starts again the perf counters that stopped without their signal (the
+    /// signal was lost: the thread used CPU, the counter did not count), and closes retired
+    /// counters whose handler has finished.
+    pub fn check_counters(&mut self) {
+        crate::slots::close_deferred();
+        let now_ns = os::monotonic_ns();
+        if now_ns - self.counters_checked_ns < COUNTER_CHECK_PERIOD_NS {
+            return;
+        }
+        self.counters_checked_ns = now_ns;
+        let slots: Vec<&'static Slot> = SLOTS.lock().map(|s| s.clone()).unwrap_or_default();
+        let mut seen = HashMap::new();
+        for (slot, fd) in crate::slots::perf_counters(&slots) {
+            let (Some(counted), cpu) = (
+                crate::perf::count(fd),
+                crate::engine::thread_cpu_ns(slot.tid()),
+            ) else {
+                continue;
+            };
+            if let Some(&(old_fd, old_counted, old_cpu)) = self.counters.get(&slot.index()) {
+                let stopped = old_fd == fd
+                    && counted == old_counted
+                    && cpu.saturating_sub(old_cpu) > 2 * self.options.interval_ns;
+                if stopped && slot.perf_fd() == fd && crate::perf::rearm(fd) {
+                    stats::inc(&STATS.perf_restarted);
+                }
+            }
+            seen.insert(slot.index(), (fd, counted, cpu));
+        }
+        self.counters = seen;
+    }
+
     /// Rotates the chunk if it is old or large enough.
     pub fn maybe_rotate(&mut self) -> jfr_writer::Result<()> {
         let now_ns = os::monotonic_ns();
@@ -602,6 +642,22 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
         (
             STATS.foreign_signals.load(Ordering::Relaxed),
             "signals not from the agent's timers (ignored)",
+        ),
+        (
+            STATS.stale_signals.load(Ordering::Relaxed),
+            "signals of perf counters closed meanwhile (ignored)",
+        ),
+        (
+            STATS.perf_restarted.load(Ordering::Relaxed),
+            "perf counters restarted after a lost signal",
+        ),
+        (
+            crate::perf::SIGIO_RECEIVED.load(Ordering::Relaxed),
+            "counter signals received as SIGIO (signal queue full)",
+        ),
+        (
+            crate::engine::TIMER_FALLBACKS.load(Ordering::Relaxed),
+            "threads sampled with a CPU timer (no perf counter)",
         ),
         (
             crate::fault::RECOVERED.load(Ordering::Relaxed),

@@ -4,7 +4,7 @@
 //! its CPU weight is known differ.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 use crate::options::Engine;
 use crate::os::{self, ThreadTimer};
@@ -48,6 +48,8 @@ const PERF_USER: u8 = 2;
 static CURRENT: AtomicU8 = AtomicU8::new(TIMER);
 /// Whether a thread that could not get a counter was said (once per recording).
 static THREAD_FALLBACK_SAID: AtomicBool = AtomicBool::new(false);
+/// Threads of the recording that got a CPU timer because their counter could not be opened.
+pub static TIMER_FALLBACKS: AtomicU64 = AtomicU64::new(0);
 
 /// The engine in effect for the running (or last) recording.
 pub fn current() -> Effective {
@@ -63,6 +65,7 @@ pub fn current() -> Effective {
 /// print.
 pub fn choose(wanted: Engine, interval_ns: u64) -> (Effective, Option<String>) {
     THREAD_FALLBACK_SAID.store(false, Ordering::Release);
+    TIMER_FALLBACKS.store(0, Ordering::Release);
     let (effective, message) = match wanted {
         Engine::Timer => (Effective::Timer, None),
         Engine::Perf => match perf::probe(interval_ns) {
@@ -118,10 +121,17 @@ pub fn sampler_for(
         match PerfCounter::open(tid, signal, interval_ns, scope) {
             Ok(counter) => return Ok(Sampler::Perf(counter)),
             Err(e) => {
+                TIMER_FALLBACKS.fetch_add(1, Ordering::Relaxed);
                 if !THREAD_FALLBACK_SAID.swap(true, Ordering::AcqRel) {
+                    let why = if e.raw_os_error() == Some(libc::EMFILE) {
+                        " (the agent keeps a quarter of the descriptor limit, and 1,024 \
+                         descriptors, to the application)"
+                    } else {
+                        ""
+                    };
                     eprintln!(
-                        "jfr-native: cannot open a perf counter for thread {tid} ({e}); such \
-                         threads are sampled with a CPU timer"
+                        "jfr-native: cannot open a perf counter for thread {tid} ({e}){why}; \
+                         such threads are sampled with a CPU timer"
                     );
                 }
             }

@@ -10,7 +10,20 @@
 //! `POLL_HUP` and the counter's descriptor in `si_fd`; the handler takes the sample and arms the
 //! counter again with one `ioctl` ([`rearm`]). While disabled it counts nothing, so the
 //! handler's own time is never sampled; no ring buffer is mapped (the `mlock` budget of an
-//! unprivileged user, 516 KiB, would not cover many threads). A sample's weight is not the
+//! unprivileged user, 516 KiB, would not cover many threads). A refresh of a counter that is
+//! still enabled adds to its limit; its next overflow then signals `POLL_IN` and leaves it
+//! enabled, and the handler re-arms only on `POLL_HUP`, so the counter is one-shot again after
+//! one more overflow.
+//!
+//! Descriptors: counters are opened only while fewer than [`budget`] are open (a quarter of
+//! the descriptor limit, leaving 1,024 to the application), and moved to numbers from 1,024 up,
+//! so that the application's own descriptors keep the low numbers `select()` can handle.
+//!
+//! A lost signal: when the user's queue of pending real-time signals is full
+//! (`RLIMIT_SIGPENDING`), the kernel sends a counter's overflow as a plain SIGIO, whose default
+//! action ends the process (HotSpot does not handle SIGIO). [`protect_from_sigio`] installs a
+//! handler that only counts it, where SIGIO has none; the writer finds counters that stopped
+//! without their signal and starts them again ([`count`], [`rearm`]). A sample's weight is not the
 //! counter's period but the thread's CPU time since its previous sample, read in the handler,
 //! so the sum of `samplingPeriod` is the thread's CPU time whatever the counter missed.
 //!
@@ -26,13 +39,13 @@
 )]
 
 use std::io;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use perf_event_open_sys::bindings;
 
 /// `fcntl` commands and the owner type the `libc` crate does not define for glibc (values from
-/// the kernel's `include/uapi/asm-generic/fcntl.h`, the same on every architecture Linux runs
-/// the JVM on).
+/// the kernel's `include/uapi/asm-generic/fcntl.h`, the same on x86_64, aarch64, ppc64le and
+/// s390x; this agent is built for x86_64).
 const F_SETSIG: libc::c_int = 10;
 const F_SETOWN_EX: libc::c_int = 15;
 const F_OWNER_TID: libc::c_int = 0;
@@ -82,6 +95,42 @@ fn attr(interval_ns: u64, scope: Scope) -> bindings::perf_event_attr {
     attr
 }
 
+/// The lowest descriptor number counters are moved to.
+const FIRST_FD: i32 = 1024;
+/// Descriptors left to the application below the limit.
+const APPLICATION_FDS: u64 = 1024;
+
+/// Counters open now (for [`budget`]).
+static OPEN: AtomicU32 = AtomicU32::new(0);
+
+/// How many counters may be open at once: a quarter of the descriptor limit, and no more than
+/// leaves [`APPLICATION_FDS`] to the application (0 with a limit of 1,024: timers then).
+pub fn budget() -> u32 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return 0;
+    }
+    let soft = limit.rlim_cur;
+    let budget = (soft / 4).min(soft.saturating_sub(APPLICATION_FDS));
+    u32::try_from(budget).unwrap_or(u32::MAX)
+}
+
+/// Moves `fd` to the lowest free number from [`FIRST_FD`] up (close-on-exec kept); `fd` itself
+/// where that is not possible.
+fn move_high(fd: i32) -> i32 {
+    // SAFETY: fcntl on our own descriptor; on success the copy is ours and the original closed.
+    let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, FIRST_FD) };
+    if high < 0 {
+        return fd;
+    }
+    close_fd(fd);
+    high
+}
+
 fn open_fd(tid: i32, interval_ns: u64, scope: Scope) -> io::Result<i32> {
     let mut attr = attr(interval_ns, scope);
     // SAFETY: a fully initialized perf_event_attr (zeroed by Default, then set), a thread of
@@ -128,10 +177,22 @@ pub fn probe(interval_ns: u64) -> io::Result<Scope> {
 impl PerfCounter {
     /// Opens a counter of `scope` on thread `tid` (of this process) that sends `signal` to
     /// `tid` every `interval_ns` of its CPU time, disabled: [`PerfCounter::start`] arms it once
-    /// the slot knows its descriptor.
+    /// the slot knows its descriptor. Refused (`EMFILE`) when [`budget`] counters are open.
     pub fn open(tid: i32, signal: i32, interval_ns: u64, scope: Scope) -> io::Result<PerfCounter> {
-        let fd = open_fd(tid, interval_ns, scope)?;
-        let counter = PerfCounter { fd };
+        if OPEN.fetch_add(1, Ordering::AcqRel) >= budget() {
+            OPEN.fetch_sub(1, Ordering::AcqRel);
+            return Err(io::Error::from_raw_os_error(libc::EMFILE));
+        }
+        let fd = match open_fd(tid, interval_ns, scope) {
+            Ok(fd) => fd,
+            Err(e) => {
+                OPEN.fetch_sub(1, Ordering::AcqRel);
+                return Err(e);
+            }
+        };
+        // Before O_ASYNC: the kernel keeps the descriptor number it was set on for `si_fd`.
+        let counter = PerfCounter { fd: move_high(fd) };
+        let fd = counter.fd;
         let owner = OwnerEx {
             kind: F_OWNER_TID,
             pid: tid,
@@ -165,9 +226,42 @@ impl PerfCounter {
         }
     }
 
-    /// Closes the counter: no signal is sent for it any more.
+    /// Stops counting (no more signals), without closing.
+    pub fn disable(&self) {
+        // SAFETY: an ioctl on our own counter.
+        unsafe { perf_event_open_sys::ioctls::DISABLE(self.fd, 0) };
+    }
+
+    /// Disables and closes the counter: no signal is sent for it any more.
     pub fn close(self) {
+        self.disable();
         close_fd(self.fd);
+        OPEN.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The CPU time counter `fd` has counted, ns (it does not advance while the counter is
+/// disabled). Not for the handler.
+pub fn count(fd: i32) -> Option<u64> {
+    let mut value = 0u64;
+    // SAFETY: reads 8 bytes into `value` (read_format 0: the count alone).
+    let n = unsafe { libc::read(fd, (&mut value as *mut u64).cast(), 8) };
+    (n == 8).then_some(value)
+}
+
+/// SIGIOs received (overflow signals the kernel could not queue as the agent's signal).
+pub static SIGIO_RECEIVED: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn on_sigio(_signal: i32, _info: *mut libc::siginfo_t, _uc: *mut libc::c_void) {
+    SIGIO_RECEIVED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Where SIGIO has its default action (which ends the process), installs a handler that only
+/// counts it: a counter's overflow arrives as SIGIO when the real-time signal queue is full. An
+/// application that installs its own later replaces it.
+pub fn protect_from_sigio() {
+    if crate::os::signal_is_free(libc::SIGIO) {
+        let _ = crate::os::install_handler(libc::SIGIO, on_sigio);
     }
 }
 

@@ -128,8 +128,9 @@ pub static INTERVAL_NS: AtomicU64 = AtomicU64::new(0);
 enum Source {
     /// The slot's CPU timer, with its overrun count.
     Timer { overrun: u64 },
-    /// The slot's perf counter, with its descriptor.
-    Perf { fd: i32 },
+    /// The slot's perf counter, with its descriptor; `limit`: the signal of its refresh limit
+    /// (`POLL_HUP`: the counter is disabled now and is re-armed), not of an overflow below it.
+    Perf { fd: i32, limit: bool },
 }
 
 /// The slot a signal is for, if it is one of the agent's own: a timer's (`si_code` `SI_TIMER`,
@@ -147,7 +148,8 @@ unsafe fn source_of(info: *const libc::siginfo_t) -> Option<(&'static Slot, Sour
         // SAFETY: for a file descriptor's signal (F_SETSIG) the kernel filled si_fd.
         let fd = unsafe { (*info).si_fd() };
         let slot = slot_at(perf::slot_of_fd(fd)?)?;
-        return Some((slot, Source::Perf { fd }));
+        let limit = code == perf::SI_CODE_LIMIT;
+        return Some((slot, Source::Perf { fd, limit }));
     }
     if code != libc::SI_TIMER {
         return None;
@@ -167,8 +169,9 @@ unsafe fn source_of(info: *const libc::siginfo_t) -> Option<(&'static Slot, Sour
 }
 
 /// Arms a perf counter again when the sample is done, on every path (a counter stays disabled
-/// after each overflow). Not when recording stopped meanwhile or the slot no longer names the
-/// counter: it is being closed.
+/// after the overflow that reached its limit). Not when recording stopped meanwhile or the slot
+/// no longer names the counter: it is being closed. Declared after the slot's
+/// [`crate::slots::SlotHandler`], so it runs while that still counts this handler.
 struct Rearm<'a> {
     slot: &'a Slot,
     fd: i32,
@@ -191,12 +194,14 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
     if info.is_null() || uc.is_null() {
         return;
     }
+    let _in_handler = InHandler::enter();
     // SAFETY: `info` is the kernel's siginfo for this SA_SIGINFO handler.
     let Some((slot, source)) = (unsafe { source_of(info) }) else {
         stats::inc(&STATS.foreign_signals);
         return;
     };
-    let _in_handler = InHandler::enter();
+    // Counted before the slot's counter is checked below: closing the counter waits for it.
+    let _slot_handler = slot.enter_handler();
     if !RECORDING.load(Ordering::SeqCst) {
         stats::inc(&STATS.after_stop);
         return;
@@ -212,21 +217,20 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
             let interval_ns = INTERVAL_NS.load(Ordering::Relaxed);
             (interval_ns.saturating_mul(asked), asked, None)
         }
-        Source::Perf { fd } => {
+        Source::Perf { fd, limit } => {
             if slot.perf_fd() != fd {
                 // A counter being closed, or a descriptor number reused meanwhile.
-                stats::inc(&STATS.foreign_signals);
+                stats::inc(&STATS.stale_signals);
                 return;
             }
             // The thread's CPU time since its previous sample: exact whatever the counter
             // missed (kernel time it may not count, time before its first overflow).
             let now_ns = os::thread_cpu_ns().max(0) as u64;
             let before_ns = slot.last_cpu_ns.swap(now_ns, Ordering::Relaxed);
-            (
-                now_ns.saturating_sub(before_ns),
-                1,
-                Some(Rearm { slot, fd }),
-            )
+            // An overflow below a raised limit leaves the counter enabled: no refresh, which
+            // would raise the limit again.
+            let rearm = limit.then_some(Rearm { slot, fd });
+            (now_ns.saturating_sub(before_ns), 1, rearm)
         }
     };
     // Too little stack left below the handler for the walk and AsyncGetCallTrace: skip.

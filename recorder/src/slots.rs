@@ -101,6 +101,8 @@ pub struct Slot {
     /// The thread's CPU time (ns) at its previous perf sample, or when its counter was armed:
     /// written by the handler on the thread itself.
     pub last_cpu_ns: AtomicU64,
+    /// Handlers running on a signal of this slot's counter (see [`Slot::enter_handler`]).
+    handlers: AtomicU32,
 }
 
 /// Slots per page of the table, and pages: room for a million threads over a process's life.
@@ -169,6 +171,7 @@ impl Slot {
             timer_id: AtomicI32::new(-1),
             perf_fd: AtomicI32::new(-1),
             last_cpu_ns: AtomicU64::new(0),
+            handlers: AtomicU32::new(0),
         }));
         page.get(index as usize % PAGE_SLOTS)?
             .store((slot as *const Slot).cast_mut(), Ordering::Release);
@@ -252,7 +255,12 @@ impl Slot {
     /// Makes `sampler` the slot's source of signals (deleting any earlier one) and starts it.
     /// The slot knows the timer's id or the counter's descriptor before its first signal can
     /// arrive; a counter starts from the thread's CPU time `cpu_ns` now.
-    pub fn arm(&self, sampler: Sampler, interval_ns: u64, cpu_ns: u64) -> std::io::Result<()> {
+    pub fn arm(
+        &'static self,
+        sampler: Sampler,
+        interval_ns: u64,
+        cpu_ns: u64,
+    ) -> std::io::Result<()> {
         self.disarm();
         let Ok(mut armed) = self.sampler.lock() else {
             return Err(std::io::Error::other("slot state lost"));
@@ -264,7 +272,9 @@ impl Slot {
             }
             Sampler::Perf(counter) => {
                 if !perf::bind_fd(counter.fd(), self.index) {
-                    Err(std::io::Error::other("descriptor beyond the agent's table"))
+                    Err(std::io::Error::other(
+                        "perf counter descriptor beyond the agent's table",
+                    ))
                 } else {
                     self.last_cpu_ns.store(cpu_ns, Ordering::SeqCst);
                     self.perf_fd.store(counter.fd(), Ordering::SeqCst);
@@ -274,15 +284,17 @@ impl Slot {
         };
         *armed = Some(sampler);
         drop(armed);
-        if started.is_err() {
+        // The thread may have ended meanwhile (its ThreadEnd marks the slot ended, then
+        // disarms): whichever comes second disarms.
+        if started.is_err() || self.ended.load(Ordering::SeqCst) {
             self.disarm();
         }
         started
     }
 
     /// Deletes the thread's timer or closes its counter, if armed (idempotent).
-    pub fn disarm(&self) {
-        retire(self.detach().into_iter().collect());
+    pub fn disarm(&'static self) {
+        retire(self.detach().map(|s| (self, s)).into_iter().collect());
     }
 
     /// Takes the slot's timer or counter away from it: the handler no longer accepts its
@@ -298,22 +310,86 @@ impl Slot {
         }
         Some(sampler)
     }
+
+    /// A handler starts on this slot's counter signal: it then checks [`Slot::perf_fd`], and
+    /// [`retire`] waits for it before closing the counter.
+    #[inline]
+    pub fn enter_handler(&self) -> SlotHandler<'_> {
+        self.handlers.fetch_add(1, Ordering::SeqCst);
+        SlotHandler(self)
+    }
+
+    fn handler_running(&self) -> bool {
+        self.handlers.load(Ordering::SeqCst) != 0
+    }
 }
 
-/// Deletes detached timers and closes detached counters. A counter is closed only once no
-/// handler runs (waited for once, for all of them): a handler that took its signal before the
-/// counter was detached could still re-arm it, and its descriptor number must not be reused
-/// before.
-pub fn retire(samplers: Vec<Sampler>) {
-    if samplers.iter().any(|s| matches!(s, Sampler::Perf(_))) {
-        crate::signal::wait_for_handlers(std::time::Duration::from_secs(1));
+/// A handler running on a slot's counter signal (see [`Slot::enter_handler`]).
+pub struct SlotHandler<'a>(&'a Slot);
+
+impl Drop for SlotHandler<'_> {
+    fn drop(&mut self) {
+        self.0.handlers.fetch_sub(1, Ordering::SeqCst);
     }
-    for sampler in samplers {
+}
+
+/// Counters whose slot still had a handler running when they were retired: disabled, closed
+/// later by [`close_deferred`] (their descriptor number must not be reused while that handler
+/// may still re-arm it).
+static DEFERRED: Mutex<Vec<(&'static Slot, PerfCounter)>> = Mutex::new(Vec::new());
+
+/// Deletes detached timers and closes detached counters. A counter is closed once no handler
+/// runs on its slot (a handler that took its signal before the counter was detached could
+/// still re-arm it); one whose handler is still running after 1 s (a stopped or starved thread)
+/// is disabled and closed later, by [`close_deferred`].
+pub fn retire(detached: Vec<(&'static Slot, Sampler)>) {
+    let start = std::time::Instant::now();
+    for (slot, sampler) in detached {
         match sampler {
             Sampler::Timer(timer) => timer.delete(),
-            Sampler::Perf(counter) => counter.close(),
+            Sampler::Perf(counter) => {
+                while slot.handler_running() && start.elapsed() < std::time::Duration::from_secs(1)
+                {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
+                if slot.handler_running() {
+                    counter.disable();
+                    if let Ok(mut deferred) = DEFERRED.lock() {
+                        deferred.push((slot, counter));
+                    }
+                } else {
+                    counter.close();
+                }
+            }
         }
     }
+}
+
+/// Closes the deferred counters whose slot has no handler running any more (the writer calls
+/// it every period).
+pub fn close_deferred() {
+    let Ok(mut deferred) = DEFERRED.lock() else {
+        return;
+    };
+    let (done, waiting): (Vec<_>, Vec<_>) = deferred
+        .drain(..)
+        .partition(|(slot, _)| !slot.handler_running());
+    *deferred = waiting;
+    for (_, counter) in done {
+        counter.close();
+    }
+}
+
+/// The perf counter descriptors of the slots armed now, for the writer's check of stopped
+/// counters: (slot, descriptor).
+pub fn perf_counters(slots: &[&'static Slot]) -> Vec<(&'static Slot, i32)> {
+    slots
+        .iter()
+        .filter_map(|&s| {
+            let fd = s.perf_fd();
+            (fd >= 0).then_some((s, fd))
+        })
+        .collect()
 }
 
 /// The slots of threads that may still be sampled or drained (for the drain thread and

@@ -18,6 +18,11 @@ pub struct Stats {
     /// Signals of the agent's number that no timer of the agent sent (queued from outside,
     /// or a timer no slot owns): ignored.
     pub foreign_signals: AtomicU64,
+    /// Signals of a perf counter the slot no longer has (closed or replaced meanwhile): ignored.
+    pub stale_signals: AtomicU64,
+    /// Perf counters found stopped without their signal (lost) and started again by the
+    /// writer.
+    pub perf_restarted: AtomicU64,
     /// Samples skipped: too little stack left below the handler.
     pub low_stack: AtomicU64,
     /// Samples dropped: every scratch buffer was in use.
@@ -96,6 +101,8 @@ pub static STATS: Stats = Stats {
     wrong_thread: AtomicU64::new(0),
     after_stop: AtomicU64::new(0),
     foreign_signals: AtomicU64::new(0),
+    stale_signals: AtomicU64::new(0),
+    perf_restarted: AtomicU64::new(0),
     low_stack: AtomicU64::new(0),
     no_buffer: AtomicU64::new(0),
     off_stack: AtomicU64::new(0),
@@ -117,6 +124,8 @@ impl Stats {
             &self.wrong_thread,
             &self.after_stop,
             &self.foreign_signals,
+            &self.stale_signals,
+            &self.perf_restarted,
             &self.low_stack,
             &self.no_buffer,
             &self.off_stack,

@@ -233,3 +233,46 @@ fn real_uid() -> u32 {
         .and_then(|l| l.split_whitespace().next()?.parse().ok())
         .unwrap_or(u32::MAX)
 }
+
+#[test]
+fn a_small_descriptor_limit_leaves_descriptors_to_the_application() {
+    // With a limit of 1,024 descriptors the agent opens no counter (it keeps a quarter of the
+    // limit, and 1,024, to the application): every thread gets a CPU timer, said once.
+    for jdk in oracle_jdks() {
+        let what = format!("{} with 1,024 descriptors", jdk.name());
+        let (file, out) = record(&jdk, "nofile", "", &["prlimit", "--nofile=1024:1024"]);
+        let log = stderr(&out);
+        assert_eq!(
+            log.matches("jfr-native: cannot open a perf counter for thread")
+                .count(),
+            1,
+            "{what}: said once: {log}"
+        );
+        assert!(
+            log.contains("threads sampled with a CPU timer (no perf counter)"),
+            "{what}: {log}"
+        );
+        let threads = per_thread(&jdk, &file, &out);
+        assert_weights(&what, &threads);
+        for (thread, (samples, _, _)) in threads {
+            assert!(samples >= 100, "{what}: {thread}: {samples} samples");
+        }
+    }
+}
+
+#[test]
+fn a_full_signal_queue_does_not_kill_the_jvm() {
+    // No real-time signal can be queued: the kernel sends each counter's overflow as SIGIO,
+    // whose default action ends the process (exit 157, "I/O possible", before the agent
+    // handled it). The JVM must run to its end and say what happened.
+    for jdk in oracle_jdks() {
+        let what = format!("{} with RLIMIT_SIGPENDING 0", jdk.name());
+        let (_, out) = record(&jdk, "sigpending", "", &["prlimit", "--sigpending=0"]);
+        let log = stderr(&out);
+        assert!(out.status.success(), "{what}: {log}");
+        assert!(
+            log.contains("counter signals received as SIGIO (signal queue full)"),
+            "{what}: {log}"
+        );
+    }
+}

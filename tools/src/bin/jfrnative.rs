@@ -225,8 +225,7 @@ fn record_any(a: &RecordArgs, program: &str, args: &[String]) -> Result<ExitCode
             "-o {}: a directory recording records one JVM; a command that may start several \
              writes one file per JVM: give a file name (OUT.jfr becomes OUT-PID.jfr)",
             output.display()
-        )
-        );
+        ));
     }
     let pattern = any_command::pattern_of(&session::absolute(&output)?);
     // Checks the agent and that files can be written there (with the pattern's own name).
