@@ -22,6 +22,9 @@ enum Format {
     Text,
     /// Everything above, for scripts.
     Json,
+    /// Where the input's bytes go: metadata, each constant pool, each event type, and each
+    /// field of the events, per chunk and per sample (nothing is symbolized).
+    Sizes,
 }
 
 /// Symbolize the native frames of a jfr-native recording.
@@ -123,11 +126,34 @@ fn temporary_beside(path: &std::path::Path) -> io::Result<tempfile::NamedTempFil
         .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
 }
 
+/// `--format sizes`: the byte breakdown of the input, to the output or standard output.
+fn write_sizes(args: &Args, bytes: &[u8]) -> io::Result<ExitCode> {
+    let sizes = match symbolize::jfr::sizes::measure(bytes) {
+        Ok(sizes) => sizes,
+        Err(e) => {
+            eprintln!("jfr-symbolize: {}: {e}", args.input.display());
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let mut text = Vec::new();
+    symbolize::jfr::sizes::write_text(&sizes, &mut text)?;
+    match args.output.as_ref().filter(|p| p.as_os_str() != "-") {
+        Some(path) => std::fs::write(path, text).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
+        })?,
+        None => io::stdout().lock().write_all(&text)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn run(args: &Args) -> io::Result<ExitCode> {
     let input = &args.input;
     let bytes = std::fs::read(input)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", input.display())))?;
     let format = format_of(args);
+    if format == Format::Sizes {
+        return write_sizes(args, &bytes);
+    }
     let to_stdout = args.output.as_ref().is_none_or(|p| p.as_os_str() == "-");
     if format == Format::Jfr && to_stdout && io::stdout().is_terminal() {
         return Err(io::Error::other(
@@ -211,6 +237,7 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         }
         Format::Text => text::write(agg, args.top, &mut *sink)?,
         Format::Json => json::write(agg, &mut *sink)?,
+        Format::Sizes => {}
     }
     sink.flush()?;
     drop(sink);
