@@ -28,6 +28,7 @@ pub(crate) mod drain;
 pub mod fault;
 pub mod hotspot;
 pub(crate) mod jvmti;
+pub(crate) mod library_events;
 pub(crate) mod methods;
 pub mod options;
 pub mod os;
