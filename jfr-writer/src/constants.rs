@@ -8,6 +8,8 @@ use indexmap::Equivalent;
 use crate::ids::*;
 use crate::leb128;
 use crate::pool::Pool;
+use crate::stack_hash::{java_stack_hash, native_stack_hash};
+use crate::types::NativeStackEncoding;
 
 /// A Java package.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -124,20 +126,32 @@ pub(crate) struct StackRef<'a, T> {
     pub frames: &'a [T],
 }
 
-impl<T: Hash> Hash for StackKey<T> {
+// The owned and borrowed forms hash alike, through [`crate::stack_hash`].
+impl Hash for StackKey<Frame> {
+    #[inline]
     fn hash<H: Hasher>(&self, state: &mut H) {
-        StackRef {
-            truncated: self.truncated,
-            frames: &self.frames,
-        }
-        .hash(state);
+        state.write_u64(java_stack_hash(self.truncated, &self.frames));
     }
 }
 
-impl<T: Hash> Hash for StackRef<'_, T> {
+impl Hash for StackRef<'_, Frame> {
+    #[inline]
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.truncated.hash(state);
-        self.frames.hash(state);
+        state.write_u64(java_stack_hash(self.truncated, self.frames));
+    }
+}
+
+impl Hash for StackKey<u64> {
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(native_stack_hash(self.truncated, &self.frames));
+    }
+}
+
+impl Hash for StackRef<'_, u64> {
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(native_stack_hash(self.truncated, self.frames));
     }
 }
 
@@ -263,11 +277,12 @@ impl Pools {
     }
 
     /// Appends the body of one checkpoint record (after size and type) holding every marked
-    /// entry and the fixed FrameType pool: start ticks, duration 0, delta 0 (the only
+    /// entry (native stacks only if they are `native` = pooled) and the fixed FrameType pool: start ticks, duration 0, delta 0 (the only
     /// checkpoint of its chunk), type mask 0, pools. Never writes an empty pool.
     pub fn write_checkpoint_payload(
         &self,
         ids: &PoolClassIds,
+        native: NativeStackEncoding,
         start_ticks: i64,
         out: &mut Vec<u8>,
     ) {
@@ -309,10 +324,12 @@ impl Pools {
             ids.stack_trace,
             encode_all(&self.stack_traces, encode_stack_trace),
         );
-        add(
-            ids.native_stack_trace,
-            encode_all(&self.native_stack_traces, encode_native_stack_trace),
-        );
+        if native == NativeStackEncoding::Pooled {
+            add(
+                ids.native_stack_trace,
+                encode_all(&self.native_stack_traces, encode_native_stack_trace),
+            );
+        }
         add(ids.thread, encode_all(&self.threads, encode_thread));
         add(
             ids.thread_group,
@@ -329,6 +346,13 @@ impl Pools {
             leb128::write_u64(out, count as u64);
             out.extend_from_slice(&bytes);
         }
+    }
+
+    /// The program counters of every native stack marked in this chunk.
+    pub fn marked_native_pcs(&self) -> impl Iterator<Item = u64> + '_ {
+        self.native_stack_traces
+            .marked()
+            .flat_map(|stack| stack.frames.iter().copied())
     }
 
     /// Forgets the chunk's marks.

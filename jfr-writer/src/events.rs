@@ -63,6 +63,23 @@ impl EventType {
     }
 }
 
+/// A set of event types.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct EventTypes(u32);
+
+impl EventTypes {
+    /// Adds `t`.
+    #[inline]
+    pub fn insert(&mut self, t: EventType) {
+        self.0 |= 1 << t as u32;
+    }
+
+    /// Whether `t` is in the set.
+    pub fn contains(self, t: EventType) -> bool {
+        self.0 & (1 << t as u32) != 0
+    }
+}
+
 /// Field encoder handed to [`Event::encode`]: writes values and marks the constants they
 /// reference as used by the current chunk.
 pub struct Encoder<'a> {
@@ -123,11 +140,12 @@ impl Encoder<'_> {
     /// cannot be null).
     #[inline]
     pub fn native_stack_trace(&mut self, s: Option<NativeStackTraceId>) {
+        // Marked either way: the chunk's native stacks say which libraries it needs.
+        if let Some(s) = s {
+            self.pools.native_stack_traces.mark(s.0);
+        }
         match self.native {
             NativeStackEncoding::Pooled => {
-                if let Some(s) = s {
-                    self.pools.native_stack_traces.mark(s.0);
-                }
                 self.ulong(key_or_null(s, NativeStackTraceId::key));
             }
             NativeStackEncoding::Inline => {

@@ -10,21 +10,26 @@ pub const MAX_VARINT_LEN: usize = 9;
 
 /// Appends `value` as a minimal JFR varint.
 #[inline]
-pub fn write_u64(out: &mut Vec<u8>, mut value: u64) {
+pub fn write_u64(out: &mut Vec<u8>, value: u64) {
     if value < 0x80 {
         out.push(value as u8);
         return;
     }
-    for _ in 0..8 {
-        if value < 0x80 {
-            out.push(value as u8);
-            return;
-        }
-        out.push((value as u8 & 0x7f) | 0x80);
-        value >>= 7;
+    // Built on the stack and appended as 9 bytes, then cut to length: one capacity check and
+    // a fixed-size copy instead of one push (and check) a byte.
+    let mut bytes = [0u8; MAX_VARINT_LEN];
+    let mut v = value;
+    let mut n = 0;
+    while n < 8 && v >= 0x80 {
+        bytes[n] = (v as u8 & 0x7f) | 0x80;
+        v >>= 7;
+        n += 1;
     }
-    // Ninth byte: the remaining 8 bits, no continuation bit.
-    out.push(value as u8);
+    // The last byte: 7 bits, or all 8 remaining bits as the ninth byte.
+    bytes[n] = v as u8;
+    let len = out.len() + n + 1;
+    out.extend_from_slice(&bytes);
+    out.truncate(len);
 }
 
 /// Appends a signed value as its two's-complement bit pattern.

@@ -10,6 +10,9 @@
 //! - Interning with typed handles ([`SymbolId`], [`StackTraceId`], [`NativeStackTraceId`], ...):
 //!   constant-pool keys are stable for the whole file, and each chunk carries exactly the
 //!   constants its events reach, transitively.
+//! - Compact files: a chunk's metadata declares the event types it holds (and always the two
+//!   CPU-time ones) with the classes they reach, under the class ids of the full list; stacks
+//!   are hashed word by word ([`Recording::stack_trace`] runs on every sample).
 //! - Chunks: header, events, metadata and one checkpoint, written in one piece when the chunk is
 //!   finished ([`Recording::rotate`], [`Recording::finish`]), so a killed writer leaves only
 //!   complete chunks behind. Every chunk derives its header times from one [`Clock`] and gets a
@@ -74,6 +77,7 @@ mod metadata;
 mod output;
 mod pool;
 mod recording;
+mod stack_hash;
 pub mod types;
 
 pub use clock::{utc_timestamp, Clock};

@@ -1,5 +1,7 @@
 //! The metadata record (type 0): a string table and the element tree
-//! `root { metadata { class* } region }` describing every class in [`crate::types`].
+//! `root { metadata { class* } region }` describing the classes of [`crate::types`] that a chunk
+//! needs: the event types it declares and every class they reach through fields and
+//! annotations, with the class ids of the full list (stable in every chunk).
 
 use indexmap::IndexSet;
 
@@ -11,15 +13,14 @@ use crate::types::{Ann, FieldDecl, TypeDecl, FIRST_CLASS_ID};
 #[derive(Debug, Clone)]
 pub struct Metadata {
     types: Vec<TypeDecl>,
-    /// The serialized element tree and string table (everything after the metadata id).
-    body: Vec<u8>,
 }
 
 impl Metadata {
-    /// Resolves `types` (class id = index + [`FIRST_CLASS_ID`]) and serializes the tree.
+    /// Resolves `types` (class id = index + [`FIRST_CLASS_ID`]) and checks that every class
+    /// they reference is declared.
     pub fn new(types: Vec<TypeDecl>) -> Result<Metadata> {
-        let body = serialize(&types)?;
-        Ok(Metadata { types, body })
+        serialize(&types, &vec![true; types.len()])?;
+        Ok(Metadata { types })
     }
 
     /// The class id of `name`.
@@ -35,18 +36,53 @@ impl Metadata {
         &self.types
     }
 
-    /// A whole metadata record: size, type 0, start ticks, duration 0, `metadata_id`, body.
-    pub fn write_record(&self, out: &mut Vec<u8>, start_ticks: i64, metadata_id: u64) {
+    /// The element tree and string table (everything after the metadata id) declaring the
+    /// event types for which `declare` is true, and every class they reach.
+    pub fn body(&self, declare: impl Fn(&TypeDecl) -> bool) -> Vec<u8> {
+        let wanted = reachable(&self.types, declare);
+        // `new` checked every reference of the full list; a subset closed under references
+        // cannot fail.
+        serialize(&self.types, &wanted).unwrap_or_default()
+    }
+
+    /// A whole metadata record: size, type 0, start ticks, duration 0, `metadata_id`, `body`.
+    pub fn write_record(out: &mut Vec<u8>, start_ticks: i64, metadata_id: u64, body: &[u8]) {
         let mut head = Vec::with_capacity(24);
         leb128::write_u64(&mut head, 0);
         leb128::write_i64(&mut head, start_ticks);
         leb128::write_u64(&mut head, 0);
         leb128::write_u64(&mut head, metadata_id);
-        let size = leb128::record_size(head.len() + self.body.len());
+        let size = leb128::record_size(head.len() + body.len());
         leb128::write_u64(out, size);
         out.extend_from_slice(&head);
-        out.extend_from_slice(&self.body);
+        out.extend_from_slice(body);
     }
+}
+
+/// Which of `types` a metadata declaring the events `declare` selects must hold: those events
+/// and, transitively, the types of their fields and the classes of their annotations.
+/// Non-event classes that nothing reaches are left out; so are events not selected.
+fn reachable(types: &[TypeDecl], declare: impl Fn(&TypeDecl) -> bool) -> Vec<bool> {
+    let index_of = |name: &str| types.iter().position(|t| t.name == name);
+    let mut wanted = vec![false; types.len()];
+    let mut todo: Vec<usize> = (0..types.len())
+        .filter(|&i| types[i].is_event() && declare(&types[i]))
+        .collect();
+    while let Some(i) = todo.pop() {
+        if std::mem::replace(&mut wanted[i], true) {
+            continue;
+        }
+        let t = &types[i];
+        let annotations = t
+            .annotations
+            .iter()
+            .chain(t.fields.iter().flat_map(|f| f.annotations.iter()))
+            .map(|a| a.class_name());
+        let fields = t.fields.iter().map(|f| f.type_name);
+        // The super type of events, `jdk.jfr.Event`, is a name only, never a declared class.
+        todo.extend(annotations.chain(fields).filter_map(index_of));
+    }
+    wanted
 }
 
 struct Element {
@@ -70,7 +106,8 @@ impl Element {
     }
 }
 
-fn serialize(types: &[TypeDecl]) -> Result<Vec<u8>> {
+/// Serializes the classes of `types` whose `wanted` flag is set (ids from the full list).
+fn serialize(types: &[TypeDecl], wanted: &[bool]) -> Result<Vec<u8>> {
     let id_of = |name: &str| -> Result<u64> {
         types
             .iter()
@@ -82,6 +119,9 @@ fn serialize(types: &[TypeDecl]) -> Result<Vec<u8>> {
     };
     let mut metadata = Element::new("metadata");
     for (index, t) in types.iter().enumerate() {
+        if !wanted.get(index).copied().unwrap_or(false) {
+            continue;
+        }
         let mut class = Element::new("class").attr("name", t.name);
         if let Some(super_type) = t.super_type {
             class = class.attr("superType", super_type);
@@ -196,15 +236,87 @@ mod tests {
     fn record_is_self_sized_and_deterministic() {
         let md = Metadata::new(all_types(NativeStackEncoding::Pooled)).unwrap();
         let mut a = Vec::new();
-        md.write_record(&mut a, 123, 7);
+        Metadata::write_record(&mut a, 123, 7, &md.body(|_| true));
         let (size, n) = leb128::read_u64(&a).unwrap();
         assert_eq!(size as usize, a.len());
         assert_eq!(a[n], 0, "metadata record type");
         let mut b = Vec::new();
-        Metadata::new(all_types(NativeStackEncoding::Pooled))
-            .unwrap()
-            .write_record(&mut b, 123, 7);
+        let again = Metadata::new(all_types(NativeStackEncoding::Pooled)).unwrap();
+        Metadata::write_record(&mut b, 123, 7, &again.body(|_| true));
         assert_eq!(a, b);
         assert_eq!(md.class_id("jdk.CPUTimeSample"), Some(FIRST_CLASS_ID));
+    }
+
+    fn varint(body: &[u8], pos: &mut usize) -> usize {
+        let (v, n) = leb128::read_u64(&body[*pos..]).unwrap();
+        *pos += n;
+        v as usize
+    }
+
+    fn element(body: &[u8], pos: &mut usize, strings: &[String], out: &mut Vec<String>) {
+        let name = &strings[varint(body, pos)];
+        let attrs: Vec<(&String, &String)> = (0..varint(body, pos))
+            .map(|_| (&strings[varint(body, pos)], &strings[varint(body, pos)]))
+            .collect();
+        if name == "class" {
+            let class = attrs.iter().find(|(k, _)| *k == "name").unwrap();
+            out.push(class.1.clone());
+        }
+        for _ in 0..varint(body, pos) {
+            element(body, pos, strings, out);
+        }
+    }
+
+    /// The class names a body declares, read back from its string table and tree.
+    fn declared(body: &[u8]) -> Vec<String> {
+        let mut pos = 0;
+        let mut strings = Vec::new();
+        for _ in 0..varint(body, &mut pos) {
+            assert_eq!(body[pos], 3, "UTF-8 strings");
+            pos += 1;
+            let len = varint(body, &mut pos);
+            strings.push(String::from_utf8(body[pos..pos + len].to_vec()).unwrap());
+            pos += len;
+        }
+        let mut out = Vec::new();
+        element(body, &mut pos, &strings, &mut out);
+        assert_eq!(pos, body.len(), "the whole body is one tree");
+        out
+    }
+
+    #[test]
+    fn declares_what_the_selected_events_reach_with_stable_ids() {
+        let md = Metadata::new(all_types(NativeStackEncoding::Pooled)).unwrap();
+        let body = md.body(|t| t.name == "jdk.NativeLibrary");
+        let names = declared(&body);
+        for name in [
+            "jdk.NativeLibrary",
+            "long",
+            "java.lang.String",
+            "jdk.jfr.Label",
+            "jdk.jfr.Timestamp",
+            "jdk.jfr.MemoryAddress",
+            // The meta-annotation of MemoryAddress, Unsigned and Timestamp.
+            "jdk.jfr.ContentType",
+        ] {
+            assert!(names.iter().any(|n| n == name), "{name} missing: {names:?}");
+        }
+        for name in [
+            "jdk.CPUTimeSample",
+            "jdk.types.StackTrace",
+            "boolean",
+            "jdk.ThreadEnd",
+        ] {
+            assert!(
+                !names.iter().any(|n| n == name),
+                "{name} declared: {names:?}"
+            );
+        }
+        assert!(body.len() < md.body(|_| true).len());
+        // Class ids are those of the full list, whatever the subset.
+        let id = md.class_id("jdk.NativeLibrary").unwrap().to_string();
+        let all = md.body(|_| true);
+        let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+        assert!(find(&body, id.as_bytes()) && find(&all, id.as_bytes()));
     }
 }

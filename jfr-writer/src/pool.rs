@@ -83,6 +83,11 @@ impl<K: Hash + Eq> Pool<K> {
             .collect()
     }
 
+    /// The values marked in this chunk, in marking order.
+    pub fn marked(&self) -> impl Iterator<Item = &K> + '_ {
+        self.used_list.iter().filter_map(|&i| self.get(i))
+    }
+
     /// Forgets this chunk's marks (the values stay interned, their keys stay valid).
     pub fn clear_marks(&mut self) {
         for &i in &self.used_list {

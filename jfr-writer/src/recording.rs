@@ -5,7 +5,7 @@
 use crate::clock::Clock;
 use crate::constants::*;
 use crate::error::{Error, Result};
-use crate::events::{Encoder, Event, EventType};
+use crate::events::{Encoder, Event, EventType, EventTypes};
 use crate::ids::*;
 use crate::leb128;
 use crate::metadata::Metadata;
@@ -43,7 +43,8 @@ pub struct Recording<W: ChunkOutput> {
     out: Option<W>,
     options: RecordingOptions,
     metadata: Metadata,
-    metadata_id: u64,
+    /// Metadata bodies already serialized, by the event types they declare, with their ids.
+    metadata_bodies: Vec<(EventTypes, Vec<u8>, u64)>,
     event_ids: [u64; EventType::ALL.len()],
     pool_ids: PoolClassIds,
     pools: Pools,
@@ -51,10 +52,11 @@ pub struct Recording<W: ChunkOutput> {
     chunk: Vec<u8>,
     chunk_start_ticks: i64,
     chunk_events: u64,
+    /// The event types written in the current chunk.
+    chunk_event_types: EventTypes,
     chunk_min_ticks: i64,
     chunk_max_ticks: i64,
     last_chunk_start_nanos: Option<i64>,
-    scratch: Vec<u8>,
     totals: Totals,
 }
 
@@ -84,22 +86,21 @@ impl<W: ChunkOutput> Recording<W> {
             thread: class_id("java.lang.Thread")?,
             thread_group: class_id("jdk.types.ThreadGroup")?,
         };
-        let metadata_id = metadata_id(&metadata);
         Ok(Recording {
             out: Some(out),
             options,
             metadata,
-            metadata_id,
+            metadata_bodies: Vec::new(),
             event_ids,
             pool_ids,
             pools: Pools::default(),
             chunk: vec![0; HEADER_SIZE],
             chunk_start_ticks: start_ticks,
             chunk_events: 0,
+            chunk_event_types: EventTypes::default(),
             chunk_min_ticks: i64::MAX,
             chunk_max_ticks: i64::MIN,
             last_chunk_start_nanos: None,
-            scratch: Vec::with_capacity(256),
             totals: Totals::default(),
         })
     }
@@ -190,20 +191,38 @@ impl<W: ChunkOutput> Recording<W> {
     /// Appends an event to the current chunk.
     #[inline]
     pub fn write<E: Event>(&mut self, event: &E) {
-        self.scratch.clear();
-        leb128::write_u64(&mut self.scratch, self.event_ids[E::TYPE as usize]);
+        // Encoded in place behind a one-byte size, which is what a sample needs; a record of
+        // 128 bytes or more has its size widened afterwards.
+        let start = self.chunk.len();
+        self.chunk.push(0);
+        leb128::write_u64(&mut self.chunk, self.event_ids[E::TYPE as usize]);
         let mut encoder = Encoder {
-            out: &mut self.scratch,
+            out: &mut self.chunk,
             pools: &mut self.pools,
             native: self.options.native_stack_encoding,
         };
         event.encode(&mut encoder);
-        leb128::write_u64(&mut self.chunk, leb128::record_size(self.scratch.len()));
-        self.chunk.extend_from_slice(&self.scratch);
+        let size = leb128::record_size(self.chunk.len() - start - 1);
+        match u8::try_from(size) {
+            Ok(byte) if byte < 0x80 => self.chunk[start] = byte,
+            _ => {
+                let mut prefix = Vec::with_capacity(leb128::MAX_VARINT_LEN);
+                leb128::write_u64(&mut prefix, size);
+                self.chunk.splice(start..=start, prefix);
+            }
+        }
         let t = event.start_ticks();
         self.chunk_min_ticks = self.chunk_min_ticks.min(t);
         self.chunk_max_ticks = self.chunk_max_ticks.max(t);
         self.chunk_events += 1;
+        self.chunk_event_types.insert(E::TYPE);
+    }
+
+    /// The program counters of the native stacks that the current chunk's events reference,
+    /// each stack once (a pc shared by several stacks repeats): what tells which libraries the
+    /// chunk's `jdk.NativeLibrary` events must describe.
+    pub fn chunk_native_pcs(&self) -> impl Iterator<Item = u64> + '_ {
+        self.pools.marked_native_pcs()
     }
 
     /// Bytes of event records in the current chunk (for size-based rotation).
@@ -241,6 +260,33 @@ impl<W: ChunkOutput> Recording<W> {
         Ok((out, self.totals))
     }
 
+    /// The index in `metadata_bodies` of the metadata of a chunk holding events of `written`
+    /// (serialized on first use). Every chunk
+    /// declares `jdk.CPUTimeSample` and `jdk.CPUTimeSamplesLost` (`jfr view` needs the latter
+    /// declared even when nothing was lost), the other event types only when it holds one.
+    fn metadata_body(&mut self, written: EventTypes) -> usize {
+        let mut declared = written;
+        declared.insert(EventType::CpuTimeSample);
+        declared.insert(EventType::CpuTimeSamplesLost);
+        match self
+            .metadata_bodies
+            .iter()
+            .position(|(types, _, _)| *types == declared)
+        {
+            Some(i) => i,
+            None => {
+                let body = self.metadata.body(|t| {
+                    EventType::ALL
+                        .iter()
+                        .any(|e| e.name() == t.name && declared.contains(*e))
+                });
+                let id = metadata_id(&body);
+                self.metadata_bodies.push((declared, body, id));
+                self.metadata_bodies.len() - 1
+            }
+        }
+    }
+
     fn write_chunk(&mut self, now_ticks: i64, last: bool) -> Result<()> {
         let clock = self.options.clock;
         let start_ticks = self.chunk_start_ticks.min(self.chunk_min_ticks);
@@ -257,13 +303,18 @@ impl<W: ChunkOutput> Recording<W> {
 
         self.pools.close();
         let metadata_offset = self.chunk.len();
-        self.metadata
-            .write_record(&mut self.chunk, start_ticks, self.metadata_id);
+        let index = self.metadata_body(self.chunk_event_types);
+        let (_, body, metadata_id) = &self.metadata_bodies[index];
+        Metadata::write_record(&mut self.chunk, start_ticks, *metadata_id, body);
         let checkpoint_offset = self.chunk.len();
         let mut payload = Vec::new();
         leb128::write_u64(&mut payload, 1);
-        self.pools
-            .write_checkpoint_payload(&self.pool_ids, start_ticks, &mut payload);
+        self.pools.write_checkpoint_payload(
+            &self.pool_ids,
+            self.options.native_stack_encoding,
+            start_ticks,
+            &mut payload,
+        );
         leb128::write_u64(&mut self.chunk, leb128::record_size(payload.len()));
         self.chunk.extend_from_slice(&payload);
 
@@ -291,6 +342,7 @@ impl<W: ChunkOutput> Recording<W> {
         self.chunk.resize(HEADER_SIZE, 0);
         self.chunk_start_ticks = end_ticks;
         self.chunk_events = 0;
+        self.chunk_event_types = EventTypes::default();
         self.chunk_min_ticks = i64::MAX;
         self.chunk_max_ticks = i64::MIN;
         Ok(())
@@ -330,11 +382,9 @@ impl ChunkHeader {
 
 /// A metadata id derived from the metadata's bytes (FNV-1a, 31 bits, never 0): equal metadata
 /// gets equal ids (the JDK may reuse its parsers), different metadata different ids.
-fn metadata_id(metadata: &Metadata) -> u64 {
-    let mut record = Vec::new();
-    metadata.write_record(&mut record, 0, 0);
+fn metadata_id(body: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in record {
+    for &b in body {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }

@@ -567,19 +567,13 @@ fn pool_types() -> Vec<TypeDecl> {
     ]
 }
 
+/// The annotation classes. Their own labels and descriptions are left out: no reader shows
+/// them with the data (JMC and `jfr print` know these classes by name; only `jfr metadata`
+/// would print them), and they would cost about 360 bytes in every chunk. The unit
+/// annotations keep `@ContentType`, which `jfr print` needs to format their values.
 fn annotation_types() -> Vec<TypeDecl> {
     let value = || vec![field("value", "java.lang.String", vec![])];
-    let unit = |name, label, description, fields| {
-        annotation(
-            name,
-            vec![
-                Ann::ContentType,
-                Ann::Label(label),
-                Ann::Description(description),
-            ],
-            fields,
-        )
-    };
+    let unit = |name, fields| annotation(name, vec![Ann::ContentType], fields);
     vec![
         annotation("jdk.jfr.Label", vec![], value()),
         annotation("jdk.jfr.Description", vec![], value()),
@@ -588,39 +582,12 @@ fn annotation_types() -> Vec<TypeDecl> {
             vec![],
             vec![array("value", "java.lang.String", vec![])],
         ),
-        annotation(
-            "jdk.jfr.ContentType",
-            vec![
-                Ann::Label("Content Type"),
-                Ann::Description("Semantic meaning of a value"),
-            ],
-            vec![],
-        ),
-        unit("jdk.jfr.Timestamp", "Timestamp", "A point in time", value()),
-        unit(
-            "jdk.jfr.Timespan",
-            "Timespan",
-            "A duration, measured in nanoseconds by default",
-            value(),
-        ),
-        unit(
-            "jdk.jfr.DataAmount",
-            "Data Amount",
-            "Amount of data",
-            value(),
-        ),
-        unit(
-            "jdk.jfr.Unsigned",
-            "Unsigned Value",
-            "Value should be interpreted as unsigned data type",
-            vec![],
-        ),
-        unit(
-            "jdk.jfr.MemoryAddress",
-            "Memory Address",
-            "Represents a physical memory address",
-            vec![],
-        ),
+        annotation("jdk.jfr.ContentType", vec![], vec![]),
+        unit("jdk.jfr.Timestamp", value()),
+        unit("jdk.jfr.Timespan", value()),
+        unit("jdk.jfr.DataAmount", value()),
+        unit("jdk.jfr.Unsigned", vec![]),
+        unit("jdk.jfr.MemoryAddress", vec![]),
     ]
 }
 

@@ -1,10 +1,10 @@
 //! The writer thread: every few milliseconds it empties every thread's ring, turns records into
 //! `jdk.CPUTimeSample` events (resolving jmethodIDs through JVMTI), reports drops as
-//! `jdk.CPUTimeSamplesLost`, keeps the code map current, writes `jdk.NativeLibrary` events in
-//! every chunk and for libraries loaded later, and rotates chunks. It may allocate and lock.
+//! `jdk.CPUTimeSamplesLost`, keeps the code map current, writes the `jdk.NativeLibrary` events
+//! each chunk needs (see [`crate::library_events`]), and rotates chunks. It may allocate and
+//! lock.
 
-use std::collections::{HashMap, HashSet};
-use std::fs::File;
+use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -12,8 +12,9 @@ use std::time::Duration;
 use jfr_writer::*;
 
 use crate::buffers::{self, RECORD_HEADER_WORDS};
-use crate::codemap::{self, Library, Retained};
+use crate::codemap::{self, Retained};
 use crate::jvmti::Jvmti;
+use crate::library_events::LibraryEvents;
 use crate::methods::Methods;
 use crate::options::{CStack, NStack, Options};
 use crate::os;
@@ -34,10 +35,14 @@ const COUNTER_CHECK_PERIOD_NS: i64 = 1_000_000_000;
 /// How often the status file (if any) is rewritten.
 const STATUS_PERIOD_NS: i64 = 250_000_000;
 
-/// Microsecond ticks: 1 µs resolution, and a repeated sample costs 13–16 bytes.
+/// Microsecond ticks: the 5–30 µs between the JDK's sampler and ours on one timer tick stay
+/// visible (`compare_jdk_sampler.py` pairs samples by time).
 const TICKS_PER_SECOND: u64 = 1_000_000;
 
-/// The file's clock: microseconds of CLOCK_MONOTONIC, anchored to the wall clock at start.
+/// The recording's start: CLOCK_MONOTONIC in µs as `origin_ticks`, and the wall clock then.
+/// The file's ticks count µs from there ([`Drain::new`]), so that a timestamp takes 4 varint
+/// bytes for the first 268 s of a recording and 5 up to 9.5 hours; ticks of CLOCK_MONOTONIC
+/// itself (time since boot) take 5 bytes from the start, 6 once the machine is up 9.5 hours.
 pub fn clock() -> Clock {
     let (mono, wall) = (os::monotonic_ns(), os::realtime_ns());
     Clock {
@@ -56,8 +61,10 @@ fn duration_text(ns: u64) -> String {
     }
 }
 
-fn ticks_now() -> i64 {
-    os::monotonic_ns() / 1_000
+/// The file's ticks at CLOCK_MONOTONIC `mono_ns`: µs since `origin_us`, the recording's start
+/// (nothing the recording holds happened before it; 0 if something claims to).
+fn ticks_at(origin_us: i64, mono_ns: i64) -> i64 {
+    (mono_ns / 1_000 - origin_us).max(0)
 }
 
 /// Per-thread state of the drain.
@@ -145,12 +152,9 @@ pub struct Drain {
     methods: Methods,
     /// By slot index (forgotten when the slot is freed for another thread).
     threads: HashMap<u32, ThreadState>,
-    /// The libraries of the code map published last, and its version.
-    libraries: Vec<Library>,
-    libraries_version: u64,
-    libraries_written: HashSet<(String, u64, u64)>,
-    /// By (path, inode), for the libraries of the current map.
-    build_ids: HashMap<(String, u64), Option<String>>,
+    libraries: LibraryEvents,
+    /// CLOCK_MONOTONIC at tick 0 of the file, µs.
+    origin_us: i64,
     chunk_start_ns: i64,
     system: System,
     record: Vec<u64>,
@@ -163,9 +167,15 @@ pub struct Drain {
 }
 
 impl Drain {
-    /// Opens the output and writes the first chunk's context.
-    pub fn new(jvmti: Jvmti, options: Options, clock: Clock) -> io::Result<Drain> {
+    /// Opens the output and writes the first chunk's context. `start` is the recording's
+    /// start ([`clock`]); the file's ticks count from there.
+    pub fn new(jvmti: Jvmti, options: Options, start: Clock) -> io::Result<Drain> {
         let output = Output::open(&options)?;
+        let origin_us = start.origin_ticks;
+        let clock = Clock {
+            origin_ticks: 0,
+            ..start
+        };
         let rec = Recording::new(
             output,
             RecordingOptions {
@@ -175,21 +185,18 @@ impl Drain {
                     NStack::Inline => NativeStackEncoding::Inline,
                 },
             },
-            ticks_now(),
+            ticks_at(origin_us, os::monotonic_ns()),
         )
         .map_err(io::Error::other)?;
         watcher::start(options.cstack == CStack::Dwarf)?;
-        let (libraries_version, libraries) = watcher::libraries_since(0).unwrap_or_default();
         let mut d = Drain {
             rec,
             jvmti,
             options,
             methods: Methods::default(),
             threads: HashMap::new(),
-            libraries,
-            libraries_version,
-            libraries_written: HashSet::new(),
-            build_ids: HashMap::new(),
+            libraries: LibraryEvents::new(),
+            origin_us,
             chunk_start_ns: os::monotonic_ns(),
             system: System::read(),
             record: Vec::new(),
@@ -199,69 +206,28 @@ impl Drain {
             counters: HashMap::new(),
             counters_checked_ns: os::monotonic_ns(),
         };
-        d.start_chunk();
+        d.start_chunk(true);
         d.write_status(State::Recording, "");
         Ok(d)
+    }
+
+    /// The file's ticks now.
+    fn ticks_now(&self) -> i64 {
+        ticks_at(self.origin_us, os::monotonic_ns())
     }
 
     /// Keeps the code map current (see [`watcher`]) and writes `jdk.NativeLibrary` events for
     /// libraries loaded since.
     pub fn refresh_code_map(&mut self) {
         watcher::refresh();
-        if let Some((version, libraries)) = watcher::libraries_since(self.libraries_version) {
-            self.libraries_version = version;
-            self.libraries = libraries;
-            self.write_libraries();
-            // Build ids are kept for the libraries mapped now only: a process that loads fresh
-            // copies of a library over and over (new inodes) must not grow the cache.
-            let mapped: HashSet<(&str, u64)> = self
-                .libraries
-                .iter()
-                .map(|l| (l.path.as_str(), l.inode))
-                .collect();
-            self.build_ids
-                .retain(|(path, inode), _| mapped.contains(&(path.as_str(), *inode)));
-        }
+        let now = self.ticks_now();
+        self.libraries.refresh(&mut self.rec, now);
     }
 
-    fn build_id(&mut self, lib: &Library) -> Option<String> {
-        self.build_ids
-            .entry((lib.path.clone(), lib.inode))
-            .or_insert_with(|| {
-                let file = File::open(&lib.path).ok()?;
-                let data = object::read::ReadCache::new(file);
-                let elf = object::File::parse(&data).ok()?;
-                let id = object::Object::build_id(&elf).ok()??;
-                Some(id.iter().map(|b| format!("{b:02x}")).collect())
-            })
-            .clone()
-    }
-
-    /// `jdk.NativeLibrary` for every library of the current map not yet written in this chunk.
-    fn write_libraries(&mut self) {
-        let now = ticks_now();
-        for lib in self.libraries.clone() {
-            if !self
-                .libraries_written
-                .insert((lib.path.clone(), lib.base, lib.top))
-            {
-                continue;
-            }
-            let build_id = self.build_id(&lib);
-            self.rec.write(&NativeLibrary {
-                start_ticks: now,
-                name: &lib.path,
-                base_address: lib.base,
-                top_address: lib.top,
-                build_id: build_id.as_deref(),
-                file_offset: lib.file_offset,
-            });
-        }
-    }
-
-    /// What every chunk repeats: the recording, its settings, the system, the libraries.
-    fn start_chunk(&mut self) {
-        let now = ticks_now();
+    /// What every chunk repeats: the recording, its settings, the system; the libraries of
+    /// the first chunk.
+    fn start_chunk(&mut self, first: bool) {
+        let now = self.ticks_now();
         let sample_type = self.rec.event_type_id(EventType::CpuTimeSample) as i64;
         self.rec.write(&ActiveRecording {
             start_ticks: now,
@@ -320,8 +286,7 @@ impl Drain {
             cores: 0,
             hw_threads: self.system.hw_threads,
         });
-        self.libraries_written.clear();
-        self.write_libraries();
+        self.libraries.start_chunk(&mut self.rec, now, first);
     }
 
     fn thread_id(&mut self, slot: &'static Slot) -> ThreadId {
@@ -419,7 +384,7 @@ impl Drain {
                 self.summary.lost += new_samples;
                 self.summary.lost_ns += new_ns;
                 self.rec.write(&CpuTimeSamplesLost {
-                    start_ticks: ticks_now(),
+                    start_ticks: self.ticks_now(),
                     lost_samples: i32::try_from(new_samples).unwrap_or(i32::MAX),
                     thread: Some(thread),
                     reason: LOST_REASONS.get(reason).copied().unwrap_or_default(),
@@ -486,7 +451,7 @@ impl Drain {
         // CPU time since its previous perf sample.
         let period_ns = weight;
         self.rec.write(&CpuTimeSample {
-            start_ticks: (time_ns as i64) / 1_000,
+            start_ticks: ticks_at(self.origin_us, time_ns as i64),
             stack_trace,
             thread: Some(thread),
             failed,
@@ -540,9 +505,10 @@ impl Drain {
         let large =
             policy.size_bytes > 0 && self.rec.chunk_event_bytes() as u64 >= policy.size_bytes;
         if old || large {
-            self.rec.rotate(ticks_now())?;
+            self.libraries.finish_chunk(&mut self.rec);
+            self.rec.rotate(ticks_at(self.origin_us, now_ns))?;
             self.chunk_start_ns = now_ns;
-            self.start_chunk();
+            self.start_chunk(false);
         }
         Ok(())
     }
@@ -580,18 +546,17 @@ impl Drain {
             tables: watcher::table_stats(),
             engine: crate::engine::current().describe(),
             retained: codemap::retained(),
-            build_ids: self.build_ids.len(),
+            build_ids: self.libraries.build_ids(),
             ..self.summary
         };
         let status_path = self.options.status.clone();
         let counts = self.counts(self.rec.totals().chunks);
-        let result = self
-            .rec
-            .finish_with_totals(ticks_now())
-            .map(|(output, totals)| {
-                summary.files = output.kept();
-                totals
-            });
+        self.libraries.finish_chunk(&mut self.rec);
+        let now = self.ticks_now();
+        let result = self.rec.finish_with_totals(now).map(|(output, totals)| {
+            summary.files = output.kept();
+            totals
+        });
         if let Some(path) = status_path {
             match &result {
                 Ok(totals) => status::write(

@@ -30,6 +30,7 @@ pub mod engine;
 pub mod fault;
 pub mod hotspot;
 pub(crate) mod jvmti;
+pub(crate) mod library_events;
 pub(crate) mod methods;
 pub mod options;
 pub mod os;

@@ -104,7 +104,7 @@ const APPLICATION_FDS: u64 = 1024;
 static OPEN: AtomicU32 = AtomicU32::new(0);
 
 /// How many counters may be open at once: a quarter of the descriptor limit, and no more than
-/// leaves [`APPLICATION_FDS`] to the application (0 with a limit of 1,024: timers then).
+/// leaves 1,024 descriptors to the application (0 with a limit of 1,024: timers then).
 pub fn budget() -> u32 {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -119,7 +119,7 @@ pub fn budget() -> u32 {
     u32::try_from(budget).unwrap_or(u32::MAX)
 }
 
-/// Moves `fd` to the lowest free number from [`FIRST_FD`] up (close-on-exec kept); `fd` itself
+/// Moves `fd` to the lowest free number from 1,024 up (close-on-exec kept); `fd` itself
 /// where that is not possible.
 fn move_high(fd: i32) -> i32 {
     // SAFETY: fcntl on our own descriptor; on success the copy is ours and the original closed.

@@ -1,9 +1,9 @@
 //! Offline symbolization of the native program counters in JFR recordings.
 //!
 //! A recording from the jfr-native agent carries, for each `jdk.CPUTimeSample`, the native PCs
-//! above the first Java frame (`nativeStackTrace`), and one `jdk.NativeLibrary` event per
-//! loaded ELF object in every chunk (path, mapped range, build-id, file offset). This crate
-//! resolves each PC against the library mapped at it in the same chunk:
+//! above the first Java frame (`nativeStackTrace`), and in every chunk one `jdk.NativeLibrary`
+//! event for each loaded ELF object the chunk's PCs reach (path, mapped range, build-id, file
+//! offset). This crate resolves each PC against the library mapped at it in the same chunk:
 //!
 //! - **Address translation.** The PC's ELF virtual address is `pc - bias`, where the bias comes
 //!   from the recorded base address, the recorded file offset mapped there, and the file's

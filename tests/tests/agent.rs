@@ -507,3 +507,105 @@ fn slots_of_ended_threads_are_recycled_for_new_threads() {
         );
     }
 }
+
+/// Every chunk describes the libraries its samples reach (the symbolizer reads each chunk on
+/// its own), the first chunk every library, the later ones no other; ticks count from the
+/// recording's start and map to the wall-clock time of the run.
+#[test]
+fn chunks_describe_the_libraries_their_samples_reach_on_a_clock_from_the_start() {
+    use symbolize::jfr::{read_chunks, sizes};
+    use symbolize::profile::read_chunk;
+
+    let Some(jdk) = oracle_jdks().into_iter().last() else {
+        return;
+    };
+    let file = out_dir("chunk-libraries").join("libraries.jfr");
+    let epoch_ns = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as i64
+    };
+    let before_ns = epoch_ns();
+    run_workload(
+        &jdk,
+        &format!("file={},interval=1ms,chunk=250ms", file.display()),
+        &[],
+        2.0,
+        "w-native:native,w-java:java",
+    );
+    let after_ns = epoch_ns();
+    let bytes = std::fs::read(&file).unwrap();
+    let read = read_chunks(&bytes);
+    assert!(read.error.is_none(), "{:?}", read.error);
+    assert!(read.chunks.len() >= 4, "{} chunks", read.chunks.len());
+    let first = read.chunks[0].header;
+    // The old clock counted µs since boot: more than 10 s on any machine running this test.
+    assert!(
+        (0..10_000_000).contains(&first.start_ticks),
+        "first chunk starts at tick {}",
+        first.start_ticks
+    );
+    let wall_ns = |ticks: i64| {
+        first.start_nanos + (ticks - first.start_ticks) * 1_000_000_000 / first.ticks_per_second
+    };
+    let mut later_libraries = 0;
+    for (i, chunk) in read.chunks.iter().enumerate() {
+        let profile = read_chunk(chunk).unwrap();
+        let in_chunk = |pc: u64| {
+            profile.library_of(pc).is_some() || profile.library_of(pc.wrapping_sub(1)).is_some()
+        };
+        for s in &profile.samples {
+            let t = wall_ns(s.start_ticks);
+            assert!(
+                (before_ns..=after_ns).contains(&t),
+                "chunk {i}: sample at {t} ns, run from {before_ns} to {after_ns}"
+            );
+            for &pc in s.native.iter() {
+                assert!(
+                    in_chunk(pc),
+                    "chunk {i}: pc {pc:#x} in no library of the chunk"
+                );
+            }
+        }
+        let reached = |lib: &symbolize::LibraryRef| {
+            profile.samples.iter().any(|s| {
+                s.native
+                    .iter()
+                    .any(|&pc| (lib.base..=lib.top).contains(&pc))
+            })
+        };
+        if i == 0 {
+            assert!(
+                profile.libraries.len() >= 10,
+                "the first chunk describes every library: {:?}",
+                profile.libraries
+            );
+        } else {
+            later_libraries += profile.libraries.len();
+            for lib in &profile.libraries {
+                // Described later only when reached, or when loaded during the recording.
+                assert!(
+                    reached(lib)
+                        || !read.chunks[0]
+                            .bytes
+                            .windows(lib.path.len())
+                            .any(|w| w == lib.path.as_bytes()),
+                    "chunk {i} describes {} which none of its samples reach",
+                    lib.path
+                );
+            }
+            let chunk_sizes = sizes::measure(chunk.bytes).unwrap();
+            assert!(
+                chunk_sizes.metadata.bytes <= 6_000,
+                "chunk {i}: metadata of {} bytes",
+                chunk_sizes.metadata.bytes
+            );
+        }
+    }
+    let later = read.chunks.len() - 1;
+    assert!(
+        later_libraries <= 3 * later,
+        "{later_libraries} library events in {later} later chunks"
+    );
+}

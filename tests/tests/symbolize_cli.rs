@@ -726,3 +726,59 @@ fn a_jdk_recording_gets_its_java_profile_and_the_hint() {
         }
     }
 }
+
+/// `--format sizes`: where the bytes of a recording go. Its totals agree with the file and with
+/// the JDK's reader, the parts add up to the file, and a damaged file is an error.
+#[test]
+fn the_sizes_view_accounts_for_every_byte() {
+    let jdk = &oracle_jdks()[0];
+    let input = recording(jdk);
+    let bytes = std::fs::read(&input).unwrap();
+    let chunks = symbolize::jfr::read_chunks(&bytes).chunks.len();
+    let samples = jfr_json(jdk, &input).unwrap().samples.len();
+    let out = jfr_symbolize(&[input.to_str().unwrap(), "--format", "sizes"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let head = format!(
+        "{} bytes in {chunks} chunks; {samples} jdk.CPUTimeSample events:",
+        bytes.len()
+    );
+    assert!(text.starts_with(&head), "{head}\n{text}");
+    // The table's rows (headers, metadata, framing, pools, events) add up to the file.
+    let table_bytes: u64 = text
+        .lines()
+        .skip_while(|l| !l.starts_with("part "))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            words[words.len() - 4].parse::<u64>().unwrap()
+        })
+        .sum();
+    assert_eq!(table_bytes, bytes.len() as u64, "{text}");
+    for line in [
+        "jdk.CPUTimeSample: bytes per event by field",
+        "  nativeStackTrace ",
+        "pool jdk.NativeStackTrace ",
+        "event jdk.NativeLibrary ",
+    ] {
+        assert!(text.contains(line), "no {line:?} in\n{text}");
+    }
+    let to_file = out_dir().join("sizes.txt");
+    let out = jfr_symbolize(&[
+        input.to_str().unwrap(),
+        "--format",
+        "sizes",
+        "-o",
+        to_file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success() && out.stdout.is_empty());
+    assert_eq!(std::fs::read_to_string(&to_file).unwrap(), text);
+
+    let damaged = out_dir().join("sizes-damaged.jfr");
+    std::fs::write(&damaged, &bytes[..bytes.len() - 1]).unwrap();
+    let out = jfr_symbolize(&[damaged.to_str().unwrap(), "--format", "sizes"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("sizes-damaged.jfr"), "{stderr}");
+}

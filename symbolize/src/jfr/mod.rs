@@ -9,6 +9,7 @@ pub mod chunk;
 pub mod cursor;
 pub mod encode;
 pub mod metadata;
+pub mod sizes;
 pub mod value;
 
 use std::fmt;

@@ -1,7 +1,7 @@
 //! Field values decoded by the metadata, whatever the event or constant type.
 
 use super::cursor::{Cursor, JString};
-use super::metadata::Metadata;
+use super::metadata::{Field, Metadata};
 use super::ReadError;
 
 /// Deepest struct nesting accepted while decoding inline values.
@@ -80,19 +80,28 @@ pub fn decode_instance(
     }
     let mut fields = Vec::with_capacity(class.fields.len());
     for f in &class.fields {
-        let value = if f.array {
-            let n = c.count()?;
-            let mut items = Vec::with_capacity(n);
-            for _ in 0..n {
-                items.push(field_value(c, md, f.class_id, f.constant_pool, depth)?);
-            }
-            Value::Array(items)
-        } else {
-            field_value(c, md, f.class_id, f.constant_pool, depth)?
-        };
-        fields.push(value);
+        fields.push(decode_field(c, md, f, depth)?);
     }
     Ok(Value::Struct(fields))
+}
+
+/// Decodes the value of one field `f` of an instance nested `depth` deep.
+pub fn decode_field(
+    c: &mut Cursor<'_>,
+    md: &Metadata,
+    f: &Field,
+    depth: usize,
+) -> Result<Value, ReadError> {
+    if f.array {
+        let n = c.count()?;
+        let mut items = Vec::with_capacity(n);
+        for _ in 0..n {
+            items.push(field_value(c, md, f.class_id, f.constant_pool, depth)?);
+        }
+        Ok(Value::Array(items))
+    } else {
+        field_value(c, md, f.class_id, f.constant_pool, depth)
+    }
 }
 
 fn field_value(

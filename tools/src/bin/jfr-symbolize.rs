@@ -27,6 +27,9 @@ enum Format {
     /// pprof (gzip-compressed profile.proto) for go tool pprof, Pyroscope, Parca: samples
     /// and CPU ns per stack, thread labels, native frames with addresses and mappings.
     Pprof,
+    /// Where the input's bytes go: metadata, each constant pool, each event type, and each
+    /// field of the events, per chunk and per sample (nothing is symbolized).
+    Sizes,
 }
 
 /// Symbolize the native frames of a jfr-native recording.
@@ -179,6 +182,26 @@ fn base_aggregate(
     Ok(Some(outcome.aggregate))
 }
 
+/// `--format sizes`: the byte breakdown of the input, to the output or standard output.
+fn write_sizes(args: &Args, bytes: &[u8]) -> io::Result<ExitCode> {
+    let sizes = match symbolize::jfr::sizes::measure(bytes) {
+        Ok(sizes) => sizes,
+        Err(e) => {
+            eprintln!("jfr-symbolize: {}: {e}", inputs_name(&args.inputs));
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let mut text = Vec::new();
+    symbolize::jfr::sizes::write_text(&sizes, &mut text)?;
+    match args.output.as_ref().filter(|p| p.as_os_str() != "-") {
+        Some(path) => std::fs::write(path, text).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
+        })?,
+        None => io::stdout().lock().write_all(&text)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn run(args: &Args) -> io::Result<ExitCode> {
     let files = symbolize::driver::input_files(&args.inputs)?;
     let sizes: Vec<u64> = files
@@ -195,6 +218,15 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         return Err(io::Error::other(
             "--diff makes an HTML flame graph: give -o OUT.html or --format html",
         ));
+    }
+    if format == Format::Sizes {
+        let mut bytes = Vec::new();
+        for file in &files {
+            bytes.extend(std::fs::read(file).map_err(|e| {
+                io::Error::new(e.kind(), format!("cannot read {}: {e}", file.display()))
+            })?);
+        }
+        return write_sizes(args, &bytes);
     }
     let to_stdout = args.output.as_ref().is_none_or(|p| p.as_os_str() == "-");
     if format == Format::Jfr && to_stdout && io::stdout().is_terminal() {
@@ -311,6 +343,7 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         Format::Text => text::write(agg, args.top, &mut *sink)?,
         Format::Json => json::write(agg, &mut *sink)?,
         Format::Pprof => pprof::write(agg, &mut *sink)?,
+        Format::Sizes => {}
     }
     sink.flush()?;
     drop(sink);

@@ -1,13 +1,16 @@
 //! The recorder's overhead benchmark: runs a fixed-work, CPU-bound Java workload (Java code and
 //! JDK native zlib on 2 threads) with and without the agent, interleaved (ABBA), and prints the
 //! median ratios of process CPU time and wall time, samples per CPU-second, lost samples, file
-//! bytes per sample, and the agent's start-up CPU cost (same runs with no work).
+//! bytes per sample and per chunk (what every chunk costs whatever its samples: header,
+//! metadata, context events; see `jfr-symbolize --format sizes`), and the agent's start-up CPU
+//! cost (same runs with no work).
 //!
 //! `--profiler jdk` measures JDK 25's own CPU-time sampler the same way instead (a JFR
 //! recording with only `jdk.CPUTimeSample`, throttle = the interval), for comparison.
 //! `--options` adds agent options to the measured runs; `--baseline-options` runs the agent in
 //! the baseline too, with other options (`--options cstack=dwarf --baseline-options cstack=fp`
-//! measures what call-frame unwinding costs over frame pointers).
+//! measures what call-frame unwinding costs over frame pointers). `--baseline-agent` runs
+//! another build of the agent in the baseline (an older one, to compare file sizes run by run).
 //!
 //! `cargo run --release -p tools --bin jfrnative-overhead -- --interval 10ms --runs 5`
 
@@ -55,6 +58,10 @@ struct Args {
     /// (e.g. `cstack=fp`); default: the baseline runs without any profiler.
     #[arg(long)]
     baseline_options: Option<String>,
+    /// Run this agent library in the baseline (with `--baseline-options`, or the measured
+    /// options): another build to compare with, run by run.
+    #[arg(long)]
+    baseline_agent: Option<PathBuf>,
 }
 
 struct Run {
@@ -63,6 +70,10 @@ struct Run {
     samples: u64,
     lost: u64,
     file_bytes: u64,
+    /// Chunks of the agent's file, and what they cost whatever their samples (bytes, all
+    /// chunks together), read with `symbolize::jfr::sizes`.
+    chunks: u64,
+    floor_bytes: u64,
     /// The agent's native walk time, p50 and p99 in µs.
     walk_us: Option<(f64, f64)>,
 }
@@ -210,12 +221,19 @@ fn run_once(
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
     let file_bytes = || std::fs::metadata(file).map_or(0, |m| m.len());
+    let (mut chunks, mut floor_bytes) = (0, 0);
     let (samples, lost, file_bytes) = match with {
-        Some(With::Agent(..)) => (
-            summary_number(&stderr, Some("samples"), None),
-            summary_number(&stderr, None, Some("lost")),
-            file_bytes(),
-        ),
+        Some(With::Agent(..)) => {
+            let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+            let sizes = symbolize::jfr::sizes::measure(&bytes)
+                .map_err(|e| format!("{}: {e}", file.display()))?;
+            (chunks, floor_bytes) = (sizes.chunks, sizes.floor_bytes());
+            (
+                summary_number(&stderr, Some("samples"), None),
+                summary_number(&stderr, None, Some("lost")),
+                file_bytes(),
+            )
+        }
         Some(With::Jdk(_)) => {
             let (samples, lost) = jdk_counts(java, file);
             (samples, lost, file_bytes())
@@ -228,6 +246,8 @@ fn run_once(
         samples,
         lost,
         file_bytes,
+        chunks,
+        floor_bytes,
         walk_us: walk_times_us(&stderr),
     })
 }
@@ -293,13 +313,24 @@ fn run(args: Args) -> Result<(), String> {
         Profiler::Agent => With::Agent(agent.as_path(), measured_options.as_str()),
         Profiler::Jdk => With::Jdk(settings.as_path()),
     });
-    let baseline = baseline_options
-        .as_deref()
-        .map(|o| With::Agent(agent.as_path(), o));
+    let baseline_agent = args.baseline_agent.clone();
+    if let Some(lib) = baseline_agent.as_ref().filter(|p| !p.exists()) {
+        return Err(format!("{} not found", lib.display()));
+    }
+    let baseline = match (&baseline_agent, baseline_options.as_deref()) {
+        (Some(lib), options) => Some(With::Agent(
+            lib.as_path(),
+            options.unwrap_or(measured_options.as_str()),
+        )),
+        (None, Some(o)) => Some(With::Agent(agent.as_path(), o)),
+        (None, None) => None,
+    };
 
     let (mut cpu_ratio, mut wall_ratio, mut per_cpu_s, mut bytes_per_sample, mut startup_ms) =
         (vec![], vec![], vec![], vec![], vec![]);
     let (mut walk_p50, mut walk_p99) = (vec![], vec![]);
+    // Bytes per sample and per chunk (floor) of the measured runs, then of the baseline's.
+    let (mut sizes, mut baseline_sizes) = (vec![], vec![]);
     let mut lost = 0;
     for i in 0..args.runs {
         let (base, with) = if i % 2 == 0 {
@@ -317,12 +348,21 @@ fn run(args: Args) -> Result<(), String> {
         wall_ratio.push(with.wall.as_secs_f64() / base.wall.as_secs_f64());
         per_cpu_s.push(with.samples as f64 / with.cpu.as_secs_f64());
         bytes_per_sample.push(with.file_bytes as f64 / with.samples.max(1) as f64);
+        for (run, out) in [(&with, &mut sizes), (&base, &mut baseline_sizes)] {
+            if run.chunks > 0 {
+                out.push((
+                    run.file_bytes as f64 / run.samples.max(1) as f64,
+                    run.floor_bytes as f64 / run.chunks as f64,
+                    run.samples as f64 / run.chunks as f64,
+                ));
+            }
+        }
         lost += with.lost;
         let idle_base = run_once(&java, &dir, baseline, 0, &file)?;
         let idle_with = run_once(&java, &dir, with_agent, 0, &file)?;
         startup_ms.push((idle_with.cpu.as_secs_f64() - idle_base.cpu.as_secs_f64()) * 1e3);
         eprintln!(
-            "run {}: CPU {:.3}s -> {:.3}s, wall {:.3}s -> {:.3}s, {} samples, {} lost, {} bytes; start-up +{:.1} ms CPU",
+            "run {}: CPU {:.3}s -> {:.3}s, wall {:.3}s -> {:.3}s, {} samples, {} lost, {} bytes in {} chunks (floor {} bytes); start-up +{:.1} ms CPU",
             i + 1,
             base.cpu.as_secs_f64(),
             with.cpu.as_secs_f64(),
@@ -331,8 +371,16 @@ fn run(args: Args) -> Result<(), String> {
             with.samples,
             with.lost,
             with.file_bytes,
+            with.chunks,
+            with.floor_bytes,
             startup_ms.last().copied().unwrap_or_default()
         );
+        if base.chunks > 0 {
+            eprintln!(
+                "  baseline: {} samples, {} bytes in {} chunks (floor {} bytes)",
+                base.samples, base.file_bytes, base.chunks, base.floor_bytes
+            );
+        }
     }
     println!(
         "{} overhead, interval={}, {} interleaved pairs, {}; measured: {}; baseline: {}",
@@ -347,7 +395,15 @@ fn run(args: Args) -> Result<(), String> {
             Profiler::Agent => measured_options.as_str(),
             Profiler::Jdk => "JFR settings with jdk.CPUTimeSample only",
         },
-        baseline_options.as_deref().unwrap_or("no profiler"),
+        match (&baseline_agent, baseline_options.as_deref()) {
+            (Some(lib), o) => format!(
+                "{} with {}",
+                lib.display(),
+                o.unwrap_or(measured_options.as_str())
+            ),
+            (None, Some(o)) => o.to_string(),
+            (None, None) => "no profiler".to_string(),
+        },
     );
     println!(
         "  process CPU time ratio (median): {:.4}  ({:+.2}%)",
@@ -368,6 +424,19 @@ fn run(args: Args) -> Result<(), String> {
         "  file bytes per sample (median):  {:.1}",
         median(bytes_per_sample)
     );
+    for (what, runs) in [("measured", &sizes), ("baseline", &baseline_sizes)] {
+        if runs.is_empty() {
+            continue;
+        }
+        let column = |f: fn(&(f64, f64, f64)) -> f64| median(runs.iter().map(f).collect());
+        println!(
+            "  {what} file (median): {:.1} bytes per sample, {:.0} bytes per chunk before its \
+             samples, {:.0} samples per chunk",
+            column(|r| r.0),
+            column(|r| r.1),
+            column(|r| r.2)
+        );
+    }
     println!(
         "  start-up CPU cost (median):      {:.1} ms",
         median(startup_ms)
