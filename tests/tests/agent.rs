@@ -549,6 +549,7 @@ fn chunks_describe_the_libraries_their_samples_reach_on_a_clock_from_the_start()
     let wall_ns = |ticks: i64| {
         first.start_nanos + (ticks - first.start_ticks) * 1_000_000_000 / first.ticks_per_second
     };
+    let mut first_libraries = 0;
     let mut later_libraries = 0;
     for (i, chunk) in read.chunks.iter().enumerate() {
         let profile = read_chunk(chunk).unwrap();
@@ -576,6 +577,7 @@ fn chunks_describe_the_libraries_their_samples_reach_on_a_clock_from_the_start()
             })
         };
         if i == 0 {
+            first_libraries = profile.libraries.len();
             assert!(
                 profile.libraries.len() >= 10,
                 "the first chunk describes every library: {:?}",
@@ -603,9 +605,12 @@ fn chunks_describe_the_libraries_their_samples_reach_on_a_clock_from_the_start()
             );
         }
     }
+    // Every chunk used to list every library: later chunks now list at most half of them on
+    // average (the ones their samples reach; with the perf engine's 1,000 samples per CPU-second
+    // these are about 4 of the first chunk's 19 here).
     let later = read.chunks.len() - 1;
     assert!(
-        later_libraries <= 3 * later,
-        "{later_libraries} library events in {later} later chunks"
+        later_libraries * 2 <= first_libraries * later,
+        "{later_libraries} library events in {later} later chunks, {first_libraries} in the first"
     );
 }
