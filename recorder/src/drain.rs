@@ -654,6 +654,16 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
             p99 as f64 / 1e3
         ));
     }
+    if let (Some(p50), Some(p99)) = (
+        stats::handler_time_quantile_ns(0.5),
+        stats::handler_time_quantile_ns(0.99),
+    ) {
+        text.push_str(&format!(
+            "\n  sample handler time: p50 <= {:.2} us, p99 <= {:.2} us",
+            p50 as f64 / 1e3,
+            p99 as f64 / 1e3
+        ));
+    }
     if let Some(t) = &s.tables {
         text.push_str(&format!(
             "\n  unwind tables: {} libraries ({} without), {} rows, {:.2} MB, built in {:.1} ms of CPU",

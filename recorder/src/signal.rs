@@ -185,12 +185,36 @@ impl Drop for Rearm<'_> {
     }
 }
 
+/// Adds the handler's run time to the statistics when it returns, on every path; declared
+/// first, so that it is dropped last (after a perf counter's re-arm).
+struct HandlerTime {
+    start_ns: i64,
+}
+
+impl HandlerTime {
+    fn start() -> HandlerTime {
+        HandlerTime {
+            start_ns: os::monotonic_ns(),
+        }
+    }
+}
+
+impl Drop for HandlerTime {
+    fn drop(&mut self) {
+        let ns = os::monotonic_ns().saturating_sub(self.start_ns).max(0) as u64;
+        if let Some(bucket) = STATS.handler_ns.get(stats::walk_time_bucket(ns)) {
+            stats::inc(bucket);
+        }
+    }
+}
+
 /// The `SA_SIGINFO` handler for the timers' and counters' signal.
 pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc: *mut c_void) {
     // An address in this frame: how deep the handler already is on the thread's stack.
     let here = 0u8;
     let here = std::ptr::addr_of!(here) as u64;
     let _errno = os::ErrnoGuard::save();
+    let _time = HandlerTime::start();
     if info.is_null() || uc.is_null() {
         return;
     }
@@ -227,9 +251,14 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
             // missed (kernel time it may not count, time before its first overflow).
             let now_ns = os::thread_cpu_ns().max(0) as u64;
             let before_ns = slot.last_cpu_ns.swap(now_ns, Ordering::Relaxed);
-            // An overflow below a raised limit leaves the counter enabled: no refresh, which
-            // would raise the limit again.
-            let rearm = limit.then_some(Rearm { slot, fd });
+            // An overflow below the limit leaves the counter enabled: no refresh, which would
+            // only raise the limit. (Not `limit.then_some(Rearm { .. })`: its argument is
+            // built, and dropped, re-arming, whatever `limit` is.)
+            let rearm = if limit {
+                Some(Rearm { slot, fd })
+            } else {
+                None
+            };
             (now_ns.saturating_sub(before_ns), 1, rearm)
         }
     };

@@ -45,6 +45,11 @@ pub struct Stats {
     pub agct_errors: [AtomicU64; AGCT_CODES],
     /// How long the native walks took (see [`walk_time_bucket`]).
     pub walk_ns: [AtomicU64; WALK_BUCKETS],
+    /// How long the sample handler ran, from its first check to its return (same buckets):
+    /// the agent's in-process cost per sample. Wall time: a run during which the thread was
+    /// preempted counts the time it waited, hence quantiles rather than a mean. The kernel's
+    /// cost of the interrupt and of delivering the signal is not in it.
+    pub handler_ns: [AtomicU64; WALK_BUCKETS],
 }
 
 /// Width of the fine buckets of the walk-time histogram.
@@ -77,8 +82,17 @@ fn bucket_upper_ns(i: usize) -> u64 {
 /// The walk time (ns, a bucket's upper bound) below which `quantile` of the walks fell, from
 /// the histogram; `None` if nothing was recorded.
 pub fn walk_time_quantile_ns(quantile: f64) -> Option<u64> {
-    let counts: Vec<u64> = STATS
-        .walk_ns
+    time_quantile_ns(&STATS.walk_ns, quantile)
+}
+
+/// The same for the sample handler's run time ([`Stats::handler_ns`]).
+pub fn handler_time_quantile_ns(quantile: f64) -> Option<u64> {
+    time_quantile_ns(&STATS.handler_ns, quantile)
+}
+
+/// A bucket's upper bound below which `quantile` of a time histogram's entries fell.
+fn time_quantile_ns(histogram: &[AtomicU64; WALK_BUCKETS], quantile: f64) -> Option<u64> {
+    let counts: Vec<u64> = histogram
         .iter()
         .map(|c| c.load(Ordering::Relaxed))
         .collect();
@@ -113,6 +127,7 @@ pub static STATS: Stats = Stats {
     vm_walk_agreed: AtomicU64::new(0),
     agct_errors: [const { AtomicU64::new(0) }; AGCT_CODES],
     walk_ns: [const { AtomicU64::new(0) }; WALK_BUCKETS],
+    handler_ns: [const { AtomicU64::new(0) }; WALK_BUCKETS],
 };
 
 impl Stats {
@@ -138,6 +153,7 @@ impl Stats {
         .into_iter()
         .chain(self.agct_errors.iter())
         .chain(self.walk_ns.iter())
+        .chain(self.handler_ns.iter())
         {
             c.store(0, Ordering::Relaxed);
         }

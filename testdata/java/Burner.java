@@ -5,12 +5,15 @@ import java.lang.management.ThreadMXBean;
  * Test workload: named threads burn known amounts of CPU time, either in the JNI library's
  * native chain (mode "native") or in pure Java (mode "java"); mode "churn" runs short-lived
  * threads one after the other instead, each burning 20 ms, named NAME-n-I (native) and
- * NAME-j-I (Java) in turn. Prints one line per thread:
+ * NAME-j-I (Java) in turn; mode "masked" runs the native chain in 100 ms slices with every
+ * signal blocked (but the fault signals). Prints one line per thread:
  * "CPU <name> <tid-unknown> <cpu-ns>" with the thread's CPU time from ThreadMXBean.
  * Usage: java -Djava.library.path=DIR Burner SECONDS name:mode[,name:mode...]
  */
 public class Burner {
     static native long nativeBurn(long ns);
+
+    static native long maskedBurn(long ns);
 
     static volatile long sink;
 
@@ -30,6 +33,13 @@ public class Burner {
         long slice = 50_000_000L;
         for (long done = 0; done < totalNs; done += slice) {
             sink += nativeBurn(Math.min(slice, totalNs - done));
+        }
+    }
+
+    static void maskedLoop(long totalNs) {
+        long slice = 100_000_000L;
+        for (long done = 0; done < totalNs; done += slice) {
+            sink += maskedBurn(Math.min(slice, totalNs - done));
         }
     }
 
@@ -61,9 +71,13 @@ public class Burner {
             final int k = i;
             final boolean nat = s[1].equals("native");
             final boolean churn = s[1].equals("churn");
+            final boolean masked = s[1].equals("masked");
             final String name = s[0];
             threads[i] = new Thread(() -> {
-                if (churn) churn(name, ns); else if (nat) nativeLoop(ns); else javaBurn(ns);
+                if (churn) churn(name, ns);
+                else if (masked) maskedLoop(ns);
+                else if (nat) nativeLoop(ns);
+                else javaBurn(ns);
                 cpu[k] = mx.getCurrentThreadCpuTime();
             }, s[0]);
         }

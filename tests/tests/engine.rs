@@ -48,10 +48,20 @@ fn wrapped(wrapper: &[&str], java: &Command) -> Command {
 /// Per busy thread: (samples, Σ samplingPeriod + the CPU time of its lost samples in µs, the
 /// thread's CPU time in µs).
 fn per_thread(jdk: &Jdk, file: &Path, out: &Output) -> BTreeMap<&'static str, (u64, u64, u64)> {
+    per_named_thread(jdk, file, out, &BUSY)
+}
+
+/// [`per_thread`] for the threads named `busy`.
+fn per_named_thread(
+    jdk: &Jdk,
+    file: &Path,
+    out: &Output,
+    busy: &[&'static str],
+) -> BTreeMap<&'static str, (u64, u64, u64)> {
     let reading = jfr_json(jdk, file).unwrap_or_else(|e| panic!("{}: {e}", jdk.name()));
     let lost = lost_cpu_ticks_by_thread(jdk, file).unwrap_or_else(|e| panic!("{e}"));
     let cpu = thread_cpu_ns(&out.stdout);
-    BUSY.iter()
+    busy.iter()
         .map(|&thread| {
             let samples: Vec<_> = reading
                 .samples
@@ -71,10 +81,21 @@ fn per_thread(jdk: &Jdk, file: &Path, out: &Output) -> BTreeMap<&'static str, (u
 /// The workload's threads for 2 CPU-seconds each at 1 ms with `options`, run through `wrapper`
 /// (none if empty); returns the file and the JVM's output.
 fn record(jdk: &Jdk, test: &str, options: &str, wrapper: &[&str]) -> (PathBuf, Output) {
+    record_threads(jdk, test, options, wrapper, THREADS)
+}
+
+/// [`record`] with the workload's threads given (`name:mode,...`).
+fn record_threads(
+    jdk: &Jdk,
+    test: &str,
+    options: &str,
+    wrapper: &[&str],
+    threads: &str,
+) -> (PathBuf, Output) {
     let dir = out_dir(test);
     let file = dir.join(format!("jdk{}.jfr", jdk.major));
     let agent = format!("file={},interval=1ms{options}", file.display());
-    let mut java = java_with_agent(jdk, &agent, &[], 2.0, THREADS);
+    let mut java = java_with_agent(jdk, &agent, &[], 2.0, threads);
     let out = if wrapper.is_empty() {
         run_java(jdk, &mut java)
     } else {
@@ -274,5 +295,59 @@ fn a_full_signal_queue_does_not_kill_the_jvm() {
             log.contains("counter signals received as SIGIO (signal queue full)"),
             "{what}: {log}"
         );
+    }
+}
+
+#[test]
+fn a_thread_that_blocks_the_signal_queues_a_bounded_number_of_samples() {
+    // The masked thread burns its 2 CPU-seconds in 100 ms native slices with every signal
+    // blocked. A counter armed without a limit would queue one real-time signal per ms of
+    // each slice (about 2,000 in all, a burst of 100 after each slice); armed for 16 overflows
+    // at a time, at most 16 queue per slice. Its weights must still add up to its CPU time:
+    // the first sample after each slice carries the slice.
+    const SLICES: u64 = 20;
+    for jdk in oracle_jdks() {
+        let what = format!("{} with a thread that blocks signals", jdk.name());
+        let (file, out) = record_threads(&jdk, "masked", "", &[], "w-masked:masked");
+        let log = stderr(&out);
+        assert!(out.status.success(), "{what}: {log}");
+        assert!(log.contains("engine: perf (task-clock"), "{what}: {log}");
+        let threads = per_named_thread(&jdk, &file, &out, &["w-masked"]);
+        assert_weights(&what, &threads);
+        let (samples, _, _) = threads["w-masked"];
+        assert!(
+            (SLICES / 2..=17 * SLICES + 40).contains(&samples),
+            "{what}: {samples} samples for {SLICES} masked slices"
+        );
+    }
+}
+
+/// The short form of `tools/scripts/interrupt_cost.sh` (what one 1 ms interrupt costs the
+/// machine before any profiler work): every mode runs, and a counter armed 16 overflows at a
+/// time signals once per ms of CPU, as one re-armed after each overflow does.
+#[test]
+fn the_interrupt_cost_script_measures_every_signal_source() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/scripts/interrupt_cost.sh");
+    let out = run(Command::new("bash").arg(script).args(["1", "400000000"]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("{out}");
+    for mode in [
+        "none",
+        "cpu-timer",
+        "mono-timer",
+        "perf-nosignal",
+        "perf-refresh-1",
+        "perf-refresh-16",
+    ] {
+        let row: Vec<&str> = out
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(mode))
+            .unwrap_or_else(|| panic!("no {mode} row:\n{out}"))
+            .split_whitespace()
+            .collect();
+        let rate: f64 = row[2].parse().unwrap();
+        if mode.starts_with("perf-refresh") || mode == "mono-timer" {
+            assert!(rate >= 900.0, "{mode}: {rate} signals per CPU-second\n{out}");
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! with Ctrl-C), `attach` (twice to one JVM, which keeps running), `demo`; and every error a
 //! new user can run into, each with its message.
 
+use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -174,6 +175,73 @@ fn record_runs_any_command_and_reports_each_jvm() {
         2,
         "one report per JVM:\n{stdout}"
     );
+}
+
+/// Maven, the way a user profiles a test suite: `jfrnative record -- mvn test`. Maven's own JVM
+/// and the JVMs surefire forks for the tests (one per test class) each record their own file,
+/// all named in the report; each test's burn method is in the file of the fork that ran it.
+/// Offline, against Debian's Maven repository (setup.sh installs it); skipped without `mvn`.
+#[test]
+fn maven_and_its_forked_test_jvms_each_record_their_own_file() {
+    let settings = Path::new("/etc/maven/settings-debian.xml");
+    if run(Command::new("mvn").arg("--version")).is_err() || !settings.exists() {
+        eprintln!("skipped: no mvn with Debian's offline repository (tools/scripts/setup.sh)");
+        return;
+    }
+    let jdk = &oracle_jdks()[0];
+    let dir = out_dir("maven");
+    let project = dir.join("project");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/maven");
+    run(Command::new("cp").arg("-r").arg(&source).arg(&project)).unwrap();
+    let output = dir.join("mvn.jfr");
+    let out = jfrnative()
+        .env("JAVA_HOME", &jdk.home)
+        .current_dir(&project)
+        .args(["record", "-o"])
+        .arg(&output)
+        .args(["--", "mvn", "-o", "-q", "-s"])
+        .arg(settings)
+        .arg("test")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let recordings: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let pid = name.strip_prefix("mvn-")?.strip_suffix(".jfr")?;
+            pid.parse::<u32>().ok().map(|_| dir.join(&name))
+        })
+        .collect();
+    // Maven's JVM and two forks at least (surefire may start one more to list the tests).
+    assert!(recordings.len() >= 3, "{recordings:?}\n{stdout}\n{stderr}");
+    let mut burn_files = BTreeMap::new();
+    for file in &recordings {
+        assert!(
+            stdout.contains(&file.display().to_string()),
+            "{} not named:\n{stdout}",
+            file.display()
+        );
+        let reading = jfr_json(jdk, file).unwrap_or_else(|e| panic!("{e}"));
+        for method in ["mavenBurnA", "mavenBurnB"] {
+            let samples = reading
+                .samples
+                .iter()
+                .filter(|s| s.java.iter().any(|f| f.contains(method)))
+                .count();
+            if samples > 0 {
+                assert!(
+                    burn_files.insert(method, (file.clone(), samples)).is_none(),
+                    "{method} in two files"
+                );
+            }
+        }
+    }
+    let (a, b) = (&burn_files["mavenBurnA"], &burn_files["mavenBurnB"]);
+    assert_ne!(a.0, b.0, "both tests in one JVM: {burn_files:?}");
+    // One CPU-second each at the default 10 ms.
+    assert!(a.1 >= 50 && b.1 >= 50, "{burn_files:?}");
 }
 
 /// A JVM that outlives the command (a build tool's daemon) is named and left recording, not

@@ -28,6 +28,12 @@ command -v chromium >/dev/null || apt_packages+=(chromium)
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ] || apt_packages+=(fonts-dejavu-core)
 # The javac test unpacks the JDK's src.zip.
 command -v unzip >/dev/null || apt_packages+=(unzip)
+# The build-tool test runs Maven offline against Debian's own repository of plugins
+# (/usr/share/maven-repo: surefire forks one test JVM per test class) with JUnit 4.
+command -v mvn >/dev/null || apt_packages+=(maven)
+[ -d /usr/share/maven-repo/org/apache/maven/plugins/maven-surefire-plugin/2.22.3 ] \
+    || apt_packages+=(maven-debian-helper)
+[ -d /usr/share/maven-repo/junit/junit/4.13.2 ] || apt_packages+=(junit4)
 # The demo's JNI library compresses with zlib.
 [ -f /usr/include/zlib.h ] || apt_packages+=(zlib1g-dev)
 command -v python3 >/dev/null || apt_packages+=(python3 python3-venv)

@@ -76,11 +76,14 @@ struct Run {
     floor_bytes: u64,
     /// The agent's native walk time, p50 and p99 in µs.
     walk_us: Option<(f64, f64)>,
+    /// The agent's sample handler time, p50 and p99 in µs.
+    handler_us: Option<(f64, f64)>,
 }
 
-/// p50 and p99 from the agent's `native walk time: p50 <= X us, p99 <= Y us` line.
-fn walk_times_us(stderr: &str) -> Option<(f64, f64)> {
-    let line = stderr.lines().find(|l| l.contains("native walk time:"))?;
+/// p50 and p99 from the agent's `WHAT: p50 <= X us, p99 <= Y us` line (`native walk time`,
+/// `sample handler time`).
+fn times_us(stderr: &str, what: &str) -> Option<(f64, f64)> {
+    let line = stderr.lines().find(|l| l.contains(what))?;
     let numbers: Vec<f64> = line
         .split_whitespace()
         .filter_map(|w| w.trim_end_matches(',').parse().ok())
@@ -248,7 +251,8 @@ fn run_once(
         file_bytes,
         chunks,
         floor_bytes,
-        walk_us: walk_times_us(&stderr),
+        walk_us: times_us(&stderr, "native walk time:"),
+        handler_us: times_us(&stderr, "sample handler time:"),
     })
 }
 
@@ -329,6 +333,7 @@ fn run(args: Args) -> Result<(), String> {
     let (mut cpu_ratio, mut wall_ratio, mut per_cpu_s, mut bytes_per_sample, mut startup_ms) =
         (vec![], vec![], vec![], vec![], vec![]);
     let (mut walk_p50, mut walk_p99) = (vec![], vec![]);
+    let (mut handler_p50, mut handler_p99) = (vec![], vec![]);
     // Bytes per sample and per chunk (floor) of the measured runs, then of the baseline's.
     let (mut sizes, mut baseline_sizes) = (vec![], vec![]);
     let mut lost = 0;
@@ -340,6 +345,10 @@ fn run(args: Args) -> Result<(), String> {
             let w = run_once(&java, &dir, with_agent, args.rounds, &file)?;
             (run_once(&java, &dir, baseline, args.rounds, &file)?, w)
         };
+        if let Some((p50, p99)) = with.handler_us {
+            handler_p50.push(p50);
+            handler_p99.push(p99);
+        }
         if let Some((p50, p99)) = with.walk_us {
             walk_p50.push(p50);
             walk_p99.push(p99);
@@ -446,6 +455,14 @@ fn run(args: Args) -> Result<(), String> {
             "  native walk time (median of runs): p50 <= {:.2} us, p99 <= {:.2} us",
             median(walk_p50),
             median(walk_p99)
+        );
+    }
+    if !handler_p50.is_empty() {
+        println!(
+            "  sample handler time (median of runs): p50 <= {:.2} us, p99 <= {:.2} us (the \
+             kernel's interrupt and signal delivery come on top: tools/scripts/interrupt_cost.sh)",
+            median(handler_p50),
+            median(handler_p99)
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
