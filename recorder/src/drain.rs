@@ -644,25 +644,20 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
         ));
     }
     text.push_str(&format!("\n  engine: {}", s.engine));
-    if let (Some(p50), Some(p99)) = (
-        stats::walk_time_quantile_ns(0.5),
-        stats::walk_time_quantile_ns(0.99),
-    ) {
-        text.push_str(&format!(
-            "\n  native walk time: p50 <= {:.2} us, p99 <= {:.2} us",
-            p50 as f64 / 1e3,
-            p99 as f64 / 1e3
-        ));
-    }
-    if let (Some(p50), Some(p99)) = (
-        stats::handler_time_quantile_ns(0.5),
-        stats::handler_time_quantile_ns(0.99),
-    ) {
-        text.push_str(&format!(
-            "\n  sample handler time: p50 <= {:.2} us, p99 <= {:.2} us",
-            p50 as f64 / 1e3,
-            p99 as f64 / 1e3
-        ));
+    for (what, quantile) in [
+        (
+            "native walk time",
+            stats::walk_time_quantile_ns as fn(f64) -> Option<u64>,
+        ),
+        ("sample handler time", stats::handler_time_quantile_ns),
+    ] {
+        if let (Some(p50), Some(p99)) = (quantile(0.5), quantile(0.99)) {
+            text.push_str(&format!(
+                "\n  {what}: p50 <= {:.2} us, p99 <= {:.2} us",
+                p50 as f64 / 1e3,
+                p99 as f64 / 1e3
+            ));
+        }
     }
     if let Some(t) = &s.tables {
         text.push_str(&format!(

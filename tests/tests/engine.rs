@@ -347,7 +347,10 @@ fn the_interrupt_cost_script_measures_every_signal_source() {
             .collect();
         let rate: f64 = row[2].parse().unwrap();
         if mode.starts_with("perf-refresh") || mode == "mono-timer" {
-            assert!(rate >= 900.0, "{mode}: {rate} signals per CPU-second\n{out}");
+            assert!(
+                rate >= 900.0,
+                "{mode}: {rate} signals per CPU-second\n{out}"
+            );
         }
     }
 }

@@ -113,6 +113,21 @@ fn check_outputs(jdk: &Jdk, recording: &Path, stdout: &str, leaf: &str) {
     );
 }
 
+/// The `NAME-PID.jfr` files in `dir`: one per JVM of a `record -- ANY COMMAND` run.
+fn per_jvm_recordings(dir: &Path, name: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let file = e.unwrap().file_name().into_string().unwrap();
+            let pid = file
+                .strip_prefix(name)?
+                .strip_prefix('-')?
+                .strip_suffix(".jfr")?;
+            pid.parse::<u32>().ok().map(|_| dir.join(&file))
+        })
+        .collect()
+}
+
 fn java_of(jdk: &Jdk) -> String {
     jdk.tool("java").display().to_string()
 }
@@ -149,14 +164,7 @@ fn record_runs_any_command_and_reports_each_jvm() {
         tool.starts_with("-Djfrnative.test=kept -agentpath:"),
         "the user's options come first: {tool}"
     );
-    let recordings: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| {
-            let name = e.unwrap().file_name().into_string().unwrap();
-            let pid = name.strip_prefix("run-")?.strip_suffix(".jfr")?;
-            pid.parse::<u32>().ok().map(|_| dir.join(&name))
-        })
-        .collect();
+    let recordings = per_jvm_recordings(&dir, "run");
     assert_eq!(recordings.len(), 2, "{recordings:?}\n{stdout}\n{stderr}");
     for file in &recordings {
         assert!(
@@ -206,14 +214,7 @@ fn maven_and_its_forked_test_jvms_each_record_their_own_file() {
         .unwrap();
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    let recordings: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| {
-            let name = e.unwrap().file_name().into_string().unwrap();
-            let pid = name.strip_prefix("mvn-")?.strip_suffix(".jfr")?;
-            pid.parse::<u32>().ok().map(|_| dir.join(&name))
-        })
-        .collect();
+    let recordings = per_jvm_recordings(&dir, "mvn");
     // Maven's JVM and two forks at least (surefire may start one more to list the tests).
     assert!(recordings.len() >= 3, "{recordings:?}\n{stdout}\n{stderr}");
     let mut burn_files = BTreeMap::new();
