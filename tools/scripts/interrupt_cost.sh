@@ -11,11 +11,12 @@ loops=${2:-2000000000}
 out=target/interrupt_cost
 mkdir -p "$out"
 gcc -O2 -Wall -o "$out/interrupt_cost" testdata/interrupt_cost/interrupt_cost.c
-modes="none cpu-timer mono-timer perf-nosignal perf-refresh-1 perf-refresh-16"
+modes="none cpu-timer mono-timer perf-nosignal perf-refresh-1 perf-refresh-16 perf-sigtrap"
 : >"$out/runs.txt"
 for _ in $(seq "$runs"); do
     for mode in $modes; do
-        "$out/interrupt_cost" "$mode" "$loops" >>"$out/runs.txt"
+        # Exit 3: a mode this kernel does not support, left out.
+        "$out/interrupt_cost" "$mode" "$loops" >>"$out/runs.txt" || [ $? -eq 3 ]
     done
 done
 python3 - "$out/runs.txt" <<'PY'
