@@ -16,7 +16,7 @@ use std::fs::File;
 use jfr_writer::{ChunkOutput, NativeLibrary, Recording};
 
 use crate::codemap::Library;
-use crate::unwind::watcher;
+use crate::unwind::{tables, watcher};
 
 /// A library as one mapping: (path, base, top).
 type Key = (String, u64, u64);
@@ -142,10 +142,18 @@ impl LibraryEvents {
         self.build_ids
             .entry((lib.path.clone(), lib.inode))
             .or_insert_with(|| {
-                let file = File::open(&lib.path).ok()?;
-                let data = object::read::ReadCache::new(file);
-                let elf = object::File::parse(&data).ok()?;
-                let id = object::Object::build_id(&elf).ok()??;
+                let id = if lib.path == "[vdso]" {
+                    // No file: its note, read from memory, lets the symbolizer check that its
+                    // own vDSO is this one.
+                    let image = tables::vdso_image(lib);
+                    let elf = object::File::parse(image.as_slice()).ok()?;
+                    object::Object::build_id(&elf).ok()??.to_vec()
+                } else {
+                    let file = File::open(&lib.path).ok()?;
+                    let data = object::read::ReadCache::new(file);
+                    let elf = object::File::parse(&data).ok()?;
+                    object::Object::build_id(&elf).ok()??.to_vec()
+                };
                 Some(id.iter().map(|b| format!("{b:02x}")).collect())
             })
             .clone()

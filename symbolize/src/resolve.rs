@@ -365,6 +365,27 @@ fn unknown_frame(name: &str) -> Frame {
     }
 }
 
+/// The image of a region the kernel maps (`[vdso]`): this process's vDSO when its build-id is
+/// the recorded one; otherwise why its frames keep their offsets.
+fn kernel_image(path: &str, expected: Option<&[u8]>) -> Result<ElfImage, String> {
+    const KEEP: &str = "mapped by the kernel, not a file: its frames keep their offsets";
+    if path != "[vdso]" {
+        return Err(KEEP.into());
+    }
+    let Some(expected) = expected else {
+        return Err(format!("{KEEP} (no build-id recorded)"));
+    };
+    let own = crate::elf::vdso::own().map_err(|e| format!("{KEEP} ({e})"))?;
+    match own.build_id.as_deref() {
+        Some(id) if id == expected => Ok(own),
+        other => Err(format!(
+            "{KEEP} (recorded on another kernel: build-id {}, this machine's vDSO {})",
+            hex(expected),
+            other.map_or("none".into(), hex)
+        )),
+    }
+}
+
 /// Opens a library and its debug file; the second value says what is missing or damaged, one
 /// line each.
 fn open_library(library: &LibraryRef, options: &Options) -> (Loaded, Vec<String>) {
@@ -375,20 +396,23 @@ fn open_library(library: &LibraryRef, options: &Options) -> (Loaded, Vec<String>
             .map_or(library.path.clone(), |n| n.to_string_lossy().into_owned())
             .as_str(),
     );
-    if library.path.starts_with('[') {
-        // [vdso], [vsyscall]: mapped by the kernel, no file to read.
-        return (
-            Loaded {
-                short,
-                file: None,
-                debug: None,
-                mini: None,
-                dwarf: OnceLock::new(),
-            },
-            vec!["mapped by the kernel, not a file: its frames keep their offsets".into()],
-        );
-    }
     let expected: Option<Vec<u8>> = library.build_id.as_deref().and_then(unhex);
+    if library.path.starts_with('[') {
+        // [vdso], [vsyscall]: mapped by the kernel, no file to read; the vDSO of this process
+        // when it is the recorded one.
+        let (file, problem) = match kernel_image(&library.path, expected.as_deref()) {
+            Ok(image) => (Some(image), None),
+            Err(e) => (None, Some(e)),
+        };
+        let loaded = Loaded {
+            short,
+            file,
+            debug: None,
+            mini: None,
+            dwarf: OnceLock::new(),
+        };
+        return (loaded, problem.into_iter().collect());
+    }
     let mut candidates: Vec<PathBuf> = options
         .search_dirs
         .iter()

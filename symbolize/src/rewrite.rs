@@ -8,11 +8,12 @@
 //! done.
 //!
 //! A native frame is an ordinary `jdk.types.StackFrame` of type "Native": its method's class
-//! is the library file name (`libc.so.6`), its name the function (or `lib+0xADDR` when the
-//! library has no name for it), its modifiers `native` (0x100), its line the DWARF line or -1
-//! when unknown, its bytecode index -1. Its descriptor is the placeholder `()V`: parameters and
-//! return type are not known (C++ names carry their parameters in the name), but readers need
-//! a well-formed descriptor (an empty one makes `jfr print` fail).
+//! is the library file name (`libc.so.6`; `vdso` for the kernel's `[vdso]`, as JMC takes a
+//! class name starting with `[` for an array type), its name the function (or `lib+0xADDR`
+//! when the library has no name for it), its modifiers `native` (0x100), its line the DWARF
+//! line or -1 when unknown, its bytecode index -1. Its descriptor is the placeholder `()V`:
+//! parameters and return type are not known (C++ names carry their parameters in the name),
+//! but readers need a well-formed descriptor (an empty one makes `jfr print` fail).
 
 mod pools;
 
@@ -323,7 +324,7 @@ impl<'m, 'k> NewConstants<'m, 'k> {
     }
 
     fn class(&mut self, library: &Arc<str>) -> Value {
-        let name = self.symbol(library);
+        let name = self.symbol(&class_name(library));
         let kept = self.keys.classes.get(library).copied();
         let fields = [
             ("name", name),
@@ -376,6 +377,17 @@ impl<'m, 'k> NewConstants<'m, 'k> {
             }
         }
         Some(out)
+    }
+}
+
+/// The class name a library's native frames get: its file name, except that a region the
+/// kernel maps (`[vdso]`, `[vsyscall]`) loses its brackets. A class name that starts with `[`
+/// is an array type descriptor to JDK Mission Control, which throws on `[vdso]` ("The char 'v'
+/// is not a valid first char of a field descriptor") and fails the whole stack trace view.
+fn class_name(library: &Arc<str>) -> Arc<str> {
+    match library.strip_prefix('[') {
+        Some(inner) => Arc::from(inner.strip_suffix(']').unwrap_or(inner)),
+        None => library.clone(),
     }
 }
 

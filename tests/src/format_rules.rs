@@ -5,7 +5,8 @@ use std::path::Path;
 
 /// Format rules of the symbolized file that readers other than the JDK's rely on, checked on
 /// its bytes: no `jdk.NativeStackTrace` pool is left; every symbol is in UTF-8 (see
-/// [`check_symbols_utf8`]); the frame types have HotSpot's keys (see [`check_frame_type_keys`]);
+/// [`check_symbols_utf8`]); no class name is a malformed array type (see
+/// [`check_class_names`]); the frame types have HotSpot's keys (see [`check_frame_type_keys`]);
 /// every stack-trace key fits a Java `int` (async-profiler's converter keeps them as `int`s and
 /// drops the events of larger keys); and no negative `int` field takes the 9-byte form
 /// (`ff` × 8 then more: HotSpot writes the 32-bit pattern, 5 bytes).
@@ -48,6 +49,7 @@ pub fn check_reader_rules(path: &Path) {
         }
     }
     assert!(stacks > 0);
+    check_class_names(path);
     check_symbols_utf8(path);
     check_frame_type_keys(path);
     let nine_byte = bytes
@@ -58,6 +60,53 @@ pub fn check_reader_rules(path: &Path) {
         nine_byte, 0,
         "a value in the 9-byte form of a negative number"
     );
+}
+
+/// Every `java.lang.Class` constant has a name, and a name that starts with `[` is an array
+/// type descriptor (`[I`, `[[Ljava/lang/String;`): JDK Mission Control converts such a name as
+/// one and throws on anything else (`[vdso]`: "The char 'v' is not a valid first char of a field
+/// descriptor"), which fails its stack trace views. Returns the names, for further checks.
+pub fn check_class_names(path: &Path) -> Vec<String> {
+    let bytes = std::fs::read(path).unwrap();
+    let file = symbolize::jfr::read_chunks(&bytes);
+    assert!(file.error.is_none(), "{:?}", file.error);
+    let mut names = Vec::new();
+    for chunk in &file.chunks {
+        let view = symbolize::profile::View::new(chunk);
+        let class = chunk.metadata.class_by_name("java.lang.Class").unwrap();
+        let at = class.field_index("name").unwrap();
+        for value in chunk
+            .pools
+            .get(&class.id)
+            .into_iter()
+            .flat_map(|p| p.values())
+        {
+            let symbolize::jfr::Value::Struct(fields) = value else {
+                panic!("{}: a class constant that is not a struct", path.display());
+            };
+            let name = fields.get(at).and_then(|n| view.string(n));
+            let name = name.unwrap_or_else(|| panic!("{}: a class without a name", path.display()));
+            if let Some(element) = name.strip_prefix('[') {
+                assert!(
+                    is_array_element(element),
+                    "{}: class name {name:?} starts with '[' but is no array type",
+                    path.display()
+                );
+            }
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+/// Whether `element` (an array descriptor after its first `[`) is a field descriptor.
+fn is_array_element(element: &str) -> bool {
+    let element = element.trim_start_matches('[');
+    match element.as_bytes().first() {
+        Some(b'B' | b'C' | b'D' | b'F' | b'I' | b'J' | b'S' | b'Z') => element.len() == 1,
+        Some(b'L') => element.len() > 2 && element.ends_with(';'),
+        _ => false,
+    }
 }
 
 /// Every `jdk.types.Symbol` of every checkpoint is a string in UTF-8 (encoding 3), the empty

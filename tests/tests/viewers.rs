@@ -172,18 +172,26 @@ fn jmc_reads_the_symbolized_multi_chunk_recording_as_one_event_type() {
     let chunks = chunks(&jdk, &file);
     assert!(chunks >= 3, "{chunks} chunks");
     let stacks = jdk_stacks(&jdk, &file);
-    assert_eq!(stacks.len(), cpu_sample_events(&jdk, &file).unwrap().len());
+    // A sample whose Java walk failed in Java code has no frame at all and no stack trace (as
+    // the JDK writes its own failed samples): rare, but JMC loads it all the same.
+    let events = cpu_sample_events(&jdk, &file).unwrap();
+    let stackless = events.len() - stacks.len();
+    assert!(
+        stackless * 100 <= events.len(),
+        "{stackless} of {} samples without a stack",
+        events.len()
+    );
     let jmc = jmc_reading(&jdk, &jmc_cp, &file);
     eprintln!(
-        "{} samples in {chunks} chunks; JMC: types {:?}, frame types {:?}, {} native functions",
-        stacks.len(),
+        "{} samples ({stackless} without a stack) in {chunks} chunks; JMC: types {:?}, frame types {:?}, {} native functions",
+        events.len(),
         jmc.types,
         jmc.frame_types,
         jmc.native.len()
     );
     assert_eq!(
         jmc.types,
-        BTreeMap::from([("jdk.CPUTimeSample".to_string(), stacks.len() as u64)]),
+        BTreeMap::from([("jdk.CPUTimeSample".to_string(), events.len() as u64)]),
         "JMC split the event type or lost samples"
     );
     assert_eq!(jmc.chunks, chunks);
@@ -320,7 +328,7 @@ fn check_converter(jar: &str, jdk: &Jdk, file: &Path) -> Converted {
 }
 
 /// async-profiler's converter on the symbolized multi-chunk recording and on every symbolized
-/// golden file: it converts every sample that has a stack trace (all of the demo's), each
+/// golden file: it converts every sample that has a stack trace (all but under 1% of the demo's), each
 /// native leaf function of the recording is a frame of its own with its samples, and each
 /// thread keeps its samples.
 #[test]
@@ -336,7 +344,14 @@ fn async_profiler_converts_every_sample_of_the_symbolized_files() {
         "demo: {} of {} samples converted, {} with a native leaf",
         c.converted, c.samples, c.native_leaf
     );
-    assert_eq!(c.converted, c.samples, "demo: every sample has a stack");
+    // Every sample with a stack is converted (checked above); those without one, failed Java
+    // walks with no native frame, are rare.
+    assert!(
+        (c.samples - c.converted) * 100 <= c.samples,
+        "demo: {} of {} samples without a stack",
+        c.samples - c.converted,
+        c.samples
+    );
     assert!(c.native_leaf * 2 >= c.samples, "native leaves");
     let collapsed = ap_collapsed(&jar, &jdk, &demo, &[]);
     for function in ["mix", "msort_with_tmp", "Java_JfrNativeDemo_compress"] {

@@ -44,7 +44,7 @@ fn page_size() -> u64 {
 }
 
 /// The vDSO's image, copied out of memory (it has no file).
-fn vdso_image(lib: &Library) -> Vec<u8> {
+pub(crate) fn vdso_image(lib: &Library) -> Vec<u8> {
     let len = lib.top.saturating_sub(lib.base) as usize;
     // SAFETY: `[base, top)` is the vDSO as listed in /proc/self/maps: mapped readable for the
     // life of the process (the kernel never unmaps it).

@@ -1,8 +1,8 @@
-//! One ELF file on disk: its build-id, its loadable segments, its symbols and its unwind
-//! ranges, read once and kept with the file's map.
+//! One ELF file on disk (or an image read into memory: the vDSO): its build-id, its loadable
+//! segments, its symbols and its unwind ranges, read once and kept with the file's map.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use object::{Object, ObjectSection, ObjectSegment};
 
@@ -44,6 +44,15 @@ impl ElfImage {
     /// Maps and indexes `path`.
     pub fn open(path: &Path) -> Result<ElfImage, String> {
         let map = Mapped::open(path).map_err(|e| e.to_string())?;
+        ElfImage::index(path, map)
+    }
+
+    /// Indexes an image read into memory; `label` says where it came from.
+    pub fn from_bytes(label: &Path, bytes: Vec<u8>) -> Result<ElfImage, String> {
+        ElfImage::index(label, Mapped::Bytes(Arc::from(bytes)))
+    }
+
+    fn index(path: &Path, map: Mapped) -> Result<ElfImage, String> {
         let file = object::File::parse(map.bytes()).map_err(|e| format!("not an ELF file: {e}"))?;
         if file.format() != object::BinaryFormat::Elf {
             return Err("not an ELF file".into());

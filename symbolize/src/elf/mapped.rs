@@ -6,9 +6,15 @@ use std::sync::Arc;
 
 use memmap2::Mmap;
 
-/// A whole file mapped read-only and shared.
+/// A whole file mapped read-only and shared, or an image read into memory (the vDSO, which
+/// has no file).
 #[derive(Clone)]
-pub struct Mapped(Arc<Mmap>);
+pub enum Mapped {
+    /// A file's map.
+    File(Arc<Mmap>),
+    /// Bytes read whole.
+    Bytes(Arc<[u8]>),
+}
 
 impl Mapped {
     /// Maps `path`.
@@ -19,11 +25,14 @@ impl Mapped {
         // place, by package managers and linkers, and every tool of this kind (addr2line,
         // llvm-symbolizer, perf) accepts the same risk.
         let map = unsafe { Mmap::map(&file)? };
-        Ok(Mapped(Arc::new(map)))
+        Ok(Mapped::File(Arc::new(map)))
     }
 
     /// The bytes of the file.
     pub fn bytes(&self) -> &[u8] {
-        &self.0
+        match self {
+            Mapped::File(map) => map,
+            Mapped::Bytes(bytes) => bytes,
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! ELF files on disk: maps, symbols, unwind ranges, DWARF, debug files (local, from debuginfod)
+//! ELF files on disk (and the vDSO): maps, symbols, unwind ranges, DWARF, debug files (local, from debuginfod)
 //! and MiniDebugInfo.
 
 pub mod debug_file;
@@ -10,3 +10,4 @@ pub mod image;
 mod mapped;
 pub mod minidebuginfo;
 pub mod symbols;
+pub mod vdso;
