@@ -217,13 +217,23 @@ fn maven_and_its_forked_test_jvms_each_record_their_own_file() {
     let recordings = per_jvm_recordings(&dir, "mvn");
     // Maven's JVM and two forks at least (surefire may start one more to list the tests).
     assert!(recordings.len() >= 3, "{recordings:?}\n{stdout}\n{stderr}");
-    let mut burn_files = BTreeMap::new();
     for file in &recordings {
         assert!(
             stdout.contains(&file.display().to_string()),
             "{} not named:\n{stdout}",
             file.display()
         );
+    }
+    assert_tests_in_their_own_forks(jdk, &recordings);
+}
+
+/// The two test classes of `testdata/maven` (`BurnATest`, `BurnBTest`) ran in two forked JVMs:
+/// each burn method is in exactly one of `recordings`, not the same one, with about its one
+/// CPU-second of samples (at the default 10 ms; the loop counts its thread's CPU time, not the
+/// clock, so a busy machine does not thin them out). Returns those two files.
+fn assert_tests_in_their_own_forks(jdk: &Jdk, recordings: &[PathBuf]) -> [PathBuf; 2] {
+    let mut burn_files = BTreeMap::new();
+    for file in recordings {
         let reading = jfr_json(jdk, file).unwrap_or_else(|e| panic!("{e}"));
         for method in ["mavenBurnA", "mavenBurnB"] {
             let samples = reading
@@ -241,8 +251,107 @@ fn maven_and_its_forked_test_jvms_each_record_their_own_file() {
     }
     let (a, b) = (&burn_files["mavenBurnA"], &burn_files["mavenBurnB"]);
     assert_ne!(a.0, b.0, "both tests in one JVM: {burn_files:?}");
-    // One CPU-second each at the default 10 ms.
     assert!(a.1 >= 50 && b.1 >= 50, "{burn_files:?}");
+    [a.0.clone(), b.0.clone()]
+}
+
+/// Stops the Gradle daemons of one Gradle user home when dropped, so that a failing test
+/// leaves no daemon behind.
+struct GradleHome {
+    dir: PathBuf,
+    java_home: PathBuf,
+}
+
+impl Drop for GradleHome {
+    fn drop(&mut self) {
+        let _ = Command::new("gradle")
+            .arg("-g")
+            .arg(&self.dir)
+            .arg("--stop")
+            .env("JAVA_HOME", &self.java_home)
+            .env_remove("JAVA_TOOL_OPTIONS")
+            .output();
+    }
+}
+
+/// Gradle, with its daemon: `jfrnative record -- gradle test`. The client JVM, the daemon it
+/// starts and the test JVMs the daemon forks (one per test class) each record their own file.
+/// The daemon outlives the command: it is named as still running and left recording, and
+/// finishes its file when it is stopped. Offline with Debian's Gradle (4.4, on JDK 17) and
+/// JUnit 4, on the Maven build's tests; skipped without `gradle`.
+#[test]
+fn gradle_its_daemon_and_its_forked_test_jvms_each_record_their_own_file() {
+    if run(Command::new("gradle").arg("--version")).is_err() {
+        eprintln!("skipped: no gradle (tools/scripts/setup.sh installs Debian's)");
+        return;
+    }
+    let jdk = &oracle_jdks()[0];
+    let dir = out_dir("gradle");
+    let project = dir.join("project");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    run(Command::new("cp")
+        .arg("-r")
+        .arg(repo.join("testdata/gradle"))
+        .arg(&project))
+    .unwrap();
+    let home = GradleHome {
+        dir: dir.join("gradle-home"),
+        java_home: jdk.home.clone(),
+    };
+    let output = dir.join("gradle.jfr");
+    let out = jfrnative()
+        .env("JAVA_HOME", &jdk.home)
+        .current_dir(&project)
+        .args(["record", "-o"])
+        .arg(&output)
+        .args(["--", "gradle", "--offline", "-q", "-g"])
+        .arg(&home.dir)
+        .arg(format!(
+            "-PtestSources={}",
+            repo.join("testdata/maven/src/test/java").display()
+        ))
+        .arg("test")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let recordings = per_jvm_recordings(&dir, "gradle");
+    // The client, the daemon and two test JVMs at least (Debian's launcher script also runs
+    // `java -version`).
+    assert!(recordings.len() >= 4, "{recordings:?}\n{stdout}\n{stderr}");
+    for file in &recordings {
+        assert!(
+            stdout.contains(&file.display().to_string()),
+            "{} not named:\n{stdout}",
+            file.display()
+        );
+    }
+    let daemons: Vec<&PathBuf> = recordings
+        .iter()
+        .filter(|f| {
+            stdout.contains(&format!(
+                "{}\nstill running after gradle exited",
+                f.display()
+            ))
+        })
+        .collect();
+    assert_eq!(daemons.len(), 1, "one daemon left running: {stdout}");
+    let daemon = daemons[0].clone();
+    let forks = assert_tests_in_their_own_forks(jdk, &recordings);
+    assert!(!forks.contains(&daemon), "a test ran in the daemon");
+    // Stopped, the daemon finishes its file, which then reads whole.
+    drop(home);
+    let status = daemon.with_extension("jfr.status");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&status).is_ok_and(|s| s.contains("state=finished")) {
+        assert!(
+            Instant::now() < deadline,
+            "the daemon did not finish its recording"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let summary = run(Command::new(jdk.tool("jfr")).arg("summary").arg(&daemon)).unwrap();
+    assert!(summary.contains("jdk.CPUTimeSample"), "{summary}");
 }
 
 /// A JVM that outlives the command (a build tool's daemon) is named and left recording, not

@@ -34,6 +34,9 @@ command -v mvn >/dev/null || apt_packages+=(maven)
 [ -d /usr/share/maven-repo/org/apache/maven/plugins/maven-surefire-plugin/2.22.3 ] \
     || apt_packages+=(maven-debian-helper)
 [ -d /usr/share/maven-repo/junit/junit/4.13.2 ] || apt_packages+=(junit4)
+# ... and Gradle, with its daemon and one forked test JVM per test class (Debian's 4.4, which
+# runs on JDK 17 offline; JUnit from /usr/share/java).
+command -v gradle >/dev/null || apt_packages+=(gradle)
 # The demo's JNI library compresses with zlib.
 [ -f /usr/include/zlib.h ] || apt_packages+=(zlib1g-dev)
 command -v python3 >/dev/null || apt_packages+=(python3 python3-venv)
