@@ -201,22 +201,44 @@ fn maven_and_its_forked_test_jvms_each_record_their_own_file() {
     let project = dir.join("project");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/maven");
     run(Command::new("cp").arg("-r").arg(&source).arg(&project)).unwrap();
-    let output = dir.join("mvn.jfr");
+    let settings = settings.display().to_string();
+    // Maven's JVM and two forks at least (surefire may start one more to list the tests).
+    let (_, recordings) = record_build(
+        jdk,
+        &dir,
+        &project,
+        &["mvn", "-o", "-q", "-s", &settings, "test"],
+        3,
+    );
+    assert_tests_in_their_own_forks(jdk, &recordings);
+}
+
+/// `jfrnative record -o DIR/TOOL.jfr -- TOOL ARGS...` in `project` with `jdk` as JAVA_HOME:
+/// exit 0, at least `jvms` recordings, each named in the output. Returns the output and the
+/// recordings.
+fn record_build(
+    jdk: &Jdk,
+    dir: &Path,
+    project: &Path,
+    command: &[&str],
+    jvms: usize,
+) -> (String, Vec<PathBuf>) {
     let out = jfrnative()
         .env("JAVA_HOME", &jdk.home)
-        .current_dir(&project)
+        .current_dir(project)
         .args(["record", "-o"])
-        .arg(&output)
-        .args(["--", "mvn", "-o", "-q", "-s"])
-        .arg(settings)
-        .arg("test")
+        .arg(dir.join(format!("{}.jfr", command[0])))
+        .arg("--")
+        .args(command)
         .output()
         .unwrap();
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    let recordings = per_jvm_recordings(&dir, "mvn");
-    // Maven's JVM and two forks at least (surefire may start one more to list the tests).
-    assert!(recordings.len() >= 3, "{recordings:?}\n{stdout}\n{stderr}");
+    let recordings = per_jvm_recordings(dir, command[0]);
+    assert!(
+        recordings.len() >= jvms,
+        "{recordings:?}\n{stdout}\n{stderr}"
+    );
     for file in &recordings {
         assert!(
             stdout.contains(&file.display().to_string()),
@@ -224,7 +246,7 @@ fn maven_and_its_forked_test_jvms_each_record_their_own_file() {
             file.display()
         );
     }
-    assert_tests_in_their_own_forks(jdk, &recordings);
+    (stdout, recordings)
 }
 
 /// The two test classes of `testdata/maven` (`BurnATest`, `BurnBTest`) ran in two forked JVMs:
@@ -298,34 +320,28 @@ fn gradle_its_daemon_and_its_forked_test_jvms_each_record_their_own_file() {
         dir: dir.join("gradle-home"),
         java_home: jdk.home.clone(),
     };
-    let output = dir.join("gradle.jfr");
-    let out = jfrnative()
-        .env("JAVA_HOME", &jdk.home)
-        .current_dir(&project)
-        .args(["record", "-o"])
-        .arg(&output)
-        .args(["--", "gradle", "--offline", "-q", "-g"])
-        .arg(&home.dir)
-        .arg(format!(
-            "-PtestSources={}",
-            repo.join("testdata/maven/src/test/java").display()
-        ))
-        .arg("test")
-        .output()
-        .unwrap();
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    let recordings = per_jvm_recordings(&dir, "gradle");
+    let home_dir = home.dir.display().to_string();
+    let sources = format!(
+        "-PtestSources={}",
+        repo.join("testdata/maven/src/test/java").display()
+    );
     // The client, the daemon and two test JVMs at least (Debian's launcher script also runs
     // `java -version`).
-    assert!(recordings.len() >= 4, "{recordings:?}\n{stdout}\n{stderr}");
-    for file in &recordings {
-        assert!(
-            stdout.contains(&file.display().to_string()),
-            "{} not named:\n{stdout}",
-            file.display()
-        );
-    }
+    let (stdout, recordings) = record_build(
+        jdk,
+        &dir,
+        &project,
+        &[
+            "gradle",
+            "--offline",
+            "-q",
+            "-g",
+            &home_dir,
+            &sources,
+            "test",
+        ],
+        4,
+    );
     let daemons: Vec<&PathBuf> = recordings
         .iter()
         .filter(|f| {
