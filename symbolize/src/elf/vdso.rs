@@ -3,7 +3,7 @@
 //! The kernel maps the vDSO into every process; it has no file. A recording names it `[vdso]`
 //! with the build-id the agent read from its memory. The vDSO of this process is the same image
 //! when it has that build-id (the same kernel build: the usual case of a recording symbolized
-//! on the machine that made it), and then names its functions (`__vdso_clock_gettime`). Without
+//! on the machine that made it), and then names its functions (`clock_gettime`). Without
 //! a recorded build-id, or with another one, the frames keep their offsets: another kernel's
 //! vDSO lays out its functions differently.
 
