@@ -145,19 +145,21 @@ impl LibraryEvents {
                 let id = if lib.path == "[vdso]" {
                     // No file: its note, read from memory, lets the symbolizer check that its
                     // own vDSO is this one.
-                    let image = tables::vdso_image(lib);
-                    let elf = object::File::parse(image.as_slice()).ok()?;
-                    object::Object::build_id(&elf).ok()??.to_vec()
+                    elf_build_id(tables::vdso_image(lib).as_slice())?
                 } else {
                     let file = File::open(&lib.path).ok()?;
-                    let data = object::read::ReadCache::new(file);
-                    let elf = object::File::parse(&data).ok()?;
-                    object::Object::build_id(&elf).ok()??.to_vec()
+                    elf_build_id(&object::read::ReadCache::new(file))?
                 };
                 Some(id.iter().map(|b| format!("{b:02x}")).collect())
             })
             .clone()
     }
+}
+
+/// The GNU build-id of the ELF image in `data`, if it has one.
+fn elf_build_id<'d, R: object::ReadRef<'d>>(data: R) -> Option<Vec<u8>> {
+    let elf = object::File::parse(data).ok()?;
+    Some(object::Object::build_id(&elf).ok()??.to_vec())
 }
 
 /// Whether any of the sorted `pcs` lies in `lib`. `top` itself counts: a return address just

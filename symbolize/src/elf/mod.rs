@@ -1,5 +1,5 @@
-//! ELF files on disk (and the vDSO): maps, symbols, unwind ranges, DWARF, debug files (local, from debuginfod)
-//! and MiniDebugInfo.
+//! ELF files on disk (and the vDSO): maps, symbols, unwind ranges, DWARF, debug files (local,
+//! from debuginfod) and MiniDebugInfo.
 
 pub mod debug_file;
 pub mod debuginfod;
