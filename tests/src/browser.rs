@@ -10,6 +10,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
@@ -58,10 +59,14 @@ impl Browser {
             eprintln!("note: chromium not found: the browser checks are skipped");
             return None;
         };
+        // One directory per browser: tests of one process run side by side, and a name shared
+        // by two (the same width) let one's clean-up delete the other's directory as it started.
+        static LAUNCHED: AtomicUsize = AtomicUsize::new(0);
         let profile_dir = std::env::temp_dir().join(format!(
-            "jfrnative-chromium-{}-{}",
+            "jfrnative-chromium-{}-{}-{}",
             std::process::id(),
-            width
+            width,
+            LAUNCHED.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&profile_dir);
         std::fs::create_dir_all(&profile_dir).unwrap();
