@@ -8,7 +8,7 @@ use indexmap::Equivalent;
 use crate::ids::*;
 use crate::leb128;
 use crate::pool::Pool;
-use crate::stack_hash::{java_stack_hash, native_stack_hash};
+use crate::stack_hash::{java_stack_hash, native_stack_hash, FrameWords};
 use crate::types::NativeStackEncoding;
 
 /// A Java package.
@@ -85,6 +85,17 @@ pub struct Frame {
     pub bytecode_index: i32,
     /// How the frame was executing.
     pub frame_type: FrameType,
+}
+
+impl FrameWords for Frame {
+    /// (method, line) and (bytecode index, type): every field.
+    #[inline]
+    fn words(&self) -> [u64; 2] {
+        [
+            u64::from(self.method.0) | u64::from(self.line as u32) << 32,
+            u64::from(self.bytecode_index as u32) | (self.frame_type as u64) << 32,
+        ]
+    }
 }
 
 /// A Java thread, as `java.lang.Thread` in JFR.
@@ -490,4 +501,37 @@ fn encode_thread(t: &Thread, o: &mut Vec<u8>) {
 fn encode_thread_group(g: &ThreadGroup, o: &mut Vec<u8>) {
     leb128::write_u64(o, key_or_null(g.parent, ThreadGroupId::key));
     write_string(o, g.name.as_deref());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_field_of_a_frame_reaches_its_hash_words() {
+        let base = Frame {
+            method: MethodId(7),
+            line: 12,
+            bytecode_index: 3,
+            frame_type: FrameType::JitCompiled,
+        };
+        let changed = [
+            Frame {
+                method: MethodId(8),
+                ..base
+            },
+            Frame { line: -1, ..base },
+            Frame {
+                bytecode_index: -1,
+                ..base
+            },
+            Frame {
+                frame_type: FrameType::Inlined,
+                ..base
+            },
+        ];
+        for frame in changed {
+            assert_ne!(frame.words(), base.words(), "{frame:?}");
+        }
+    }
 }

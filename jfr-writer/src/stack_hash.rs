@@ -6,8 +6,6 @@
 //! final value goes through the pool's hasher. Stacks are not chosen by an adversary, so a
 //! fast, well-mixed hash is what the pools need.
 
-use crate::constants::Frame;
-
 /// Constants from the digits of π (as in wyhash's secrets): the two words of a pair get
 /// different ones, so that swapped words hash differently, and pairs alternate between two
 /// sets.
@@ -37,17 +35,17 @@ fn words_hash(len: usize, truncated: bool, words: impl Iterator<Item = [u64; 2]>
     fold(acc, SECRETS[1])
 }
 
-/// The hash of a Java stack: each frame is two words (method and line, bytecode index and
-/// type).
+/// A Java frame packed into the two words its stack's hash mixes; every field of the frame
+/// must reach them.
+pub(crate) trait FrameWords {
+    /// The frame's two words.
+    fn words(&self) -> [u64; 2];
+}
+
+/// The hash of a Java stack: each frame is two words ([`FrameWords`]).
 #[inline]
-pub(crate) fn java_stack_hash(truncated: bool, frames: &[Frame]) -> u64 {
-    let words = frames.iter().map(|f| {
-        [
-            u64::from(f.method.0) | u64::from(f.line as u32) << 32,
-            u64::from(f.bytecode_index as u32) | (f.frame_type as u64) << 32,
-        ]
-    });
-    words_hash(frames.len(), truncated, words)
+pub(crate) fn java_stack_hash<F: FrameWords>(truncated: bool, frames: &[F]) -> u64 {
+    words_hash(frames.len(), truncated, frames.iter().map(F::words))
 }
 
 /// The hash of a native stack: its program counters, two at a time.
@@ -62,15 +60,32 @@ pub(crate) fn native_stack_hash(truncated: bool, pcs: &[u64]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{FrameType, MethodId};
     use std::collections::HashSet;
+
+    /// A frame as its two words: (method, line) and (bytecode index, type).
+    #[derive(Clone, Copy)]
+    struct Frame {
+        method: u32,
+        line: i32,
+        bytecode_index: i32,
+        frame_type: u8,
+    }
+
+    impl FrameWords for Frame {
+        fn words(&self) -> [u64; 2] {
+            [
+                u64::from(self.method) | u64::from(self.line as u32) << 32,
+                u64::from(self.bytecode_index as u32) | u64::from(self.frame_type) << 32,
+            ]
+        }
+    }
 
     fn frame(method: u32, line: i32) -> Frame {
         Frame {
-            method: MethodId(method),
+            method,
             line,
             bytecode_index: 3,
-            frame_type: FrameType::JitCompiled,
+            frame_type: 1,
         }
     }
 
@@ -84,7 +99,7 @@ mod tests {
         hashes.insert(java_stack_hash(false, &[base[1], base[0], base[2]]));
         hashes.insert(java_stack_hash(false, &[frame(1, 11), base[1], base[2]]));
         let mut typed = base;
-        typed[2].frame_type = FrameType::Inlined;
+        typed[2].frame_type = 2;
         hashes.insert(java_stack_hash(false, &typed));
         let mut bci = base;
         bci[0].bytecode_index = -1;

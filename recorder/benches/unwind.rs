@@ -31,7 +31,7 @@ use framehop::{
     AllocationPolicy, ExplicitModuleSectionInfo, FrameAddress, MayAllocateDuringUnwind, Module,
     MustNotAllocateDuringUnwind, Unwinder,
 };
-use jfrnative::codemap::{CodeMap, Library};
+use jfrnative::unwind::codemap::{CodeMap, Library};
 use jfrnative::unwind::rule::{Kind, Table};
 use jfrnative::unwind::tables::Tables;
 use jfrnative::unwind::{walk, Code, CodeKind, Memory, Regs, Rule, Stop};

@@ -6,19 +6,23 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::thread::JoinHandle;
 
-use crate::drain::{self, Drain, DRAIN_PERIOD};
+use crate::hotspot::agct;
 use crate::hotspot::threads::ThreadLayout;
 use crate::hotspot::{self, codecache};
 use crate::jvmti::sys::*;
 use crate::jvmti::{JObject, Jni, JniEnv, Jvmti, JvmtiEnvPtr, JvmtiEventCallbacks, Vm};
 use crate::options::{self, Command, Options};
 use crate::os;
-use crate::signal::{self, RECORDING};
-use crate::slots::{Identity, Slot, FREE, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
-use crate::stack::ThreadStack;
-use crate::stats::STATS;
-use crate::status::{self, State};
-use crate::{agct, buffers, engine, fault, ffi_guard};
+use crate::sampling::record::EPOCH;
+use crate::sampling::signal;
+use crate::sampling::slots::{Identity, Slot, FREE, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
+use crate::sampling::source::RECORDING;
+use crate::sampling::stack::ThreadStack;
+use crate::sampling::stats::STATS;
+use crate::sampling::{buffers, engine};
+use crate::writer::drain::{self, Drain, DRAIN_PERIOD};
+use crate::writer::status::{self, State};
+use crate::{fault, ffi_guard};
 
 struct Agent {
     vm: Vm,
@@ -68,7 +72,7 @@ pub fn load(vm: Vm, option_text: &str, live: bool) -> Result<(), String> {
 
 /// Fails early, not at the first chunk, if the output cannot be written.
 fn check_file(options: &Options) -> Result<(), String> {
-    crate::output::check(options)
+    crate::writer::output::check(options)
 }
 
 /// A load while the agent is installed: stop the recording, or start a new one.
@@ -394,8 +398,8 @@ fn prepare_java_walk(agent: &'static Agent, jstack: options::JStack) {
             }
         }
     }
-    signal::PREFER_VM_WALK.store(jstack == options::JStack::Vm, Ordering::Release);
-    signal::USE_VM_WALK.store(wanted && ready, Ordering::Release);
+    hotspot::sample::PREFER_VM_WALK.store(jstack == options::JStack::Vm, Ordering::Release);
+    hotspot::sample::USE_VM_WALK.store(wanted && ready, Ordering::Release);
 }
 
 /// Starts the recording configured in `agent.options` (see [`try_start`]); if it cannot start,
@@ -431,8 +435,8 @@ fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> R
         let _ = agent.jvmti.class_methods(class);
     }
     STATS.reset();
-    signal::USE_CFI.store(options.cstack == options::CStack::Dwarf, Ordering::Release);
-    signal::INTERVAL_NS.store(options.interval_ns, Ordering::Release);
+    crate::unwind::USE_CFI.store(options.cstack == options::CStack::Dwarf, Ordering::Release);
+    crate::sampling::source::INTERVAL_NS.store(options.interval_ns, Ordering::Release);
     // Tried on this thread before any is armed; perf refused is said once and the recording
     // goes on with timers.
     let (effective, message) = engine::choose(options.engine, options.interval_ns);
@@ -444,7 +448,7 @@ fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> R
     let options_depth = (options.depth, options.native_depth);
     // Before the first code map is read: JIT code is known by the code cache's bounds.
     match hotspot::vm_structs().and_then(codecache::read) {
-        Some((low, high)) => codecache::set(low, high),
+        Some((low, high)) => crate::unwind::jvm_code::set(low, high),
         None => eprintln!(
             "jfr-native: this JVM does not describe its code cache (gHotSpotVMStructs): JIT \
              code is told from native code by its mappings only"
@@ -468,7 +472,7 @@ fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> R
         *d = Some(handle);
     }
     buffers::prepare(options_depth.0, options_depth.1);
-    signal::EPOCH.fetch_add(1, Ordering::SeqCst);
+    EPOCH.fetch_add(1, Ordering::SeqCst);
     if let Err(e) = install_handlers(agent.signal) {
         stop_writer(agent);
         return Err(e);
@@ -476,10 +480,10 @@ fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> R
     // Last, like the other handlers (nothing after this fails, so no handler is left in a
     // library HotSpot unloads after a failed attach).
     if matches!(effective, engine::Effective::Perf(_)) {
-        crate::perf::protect_from_sigio();
+        crate::sampling::perf::protect_from_sigio();
     }
     // After the fault hook: the thread objects are read through it.
-    if signal::USE_VM_WALK.load(Ordering::Acquire) {
+    if hotspot::sample::USE_VM_WALK.load(Ordering::Acquire) {
         prepare_virtual_threads(agent);
     }
     RECORDING.store(true, Ordering::Release);
@@ -675,7 +679,7 @@ fn stop(agent: &'static Agent) {
             .iter()
             .filter_map(|&slot| slot.detach().map(|s| (slot, s)))
             .collect();
-        crate::slots::retire(detached);
+        crate::sampling::slots::retire(detached);
     }
     // A handler that passed its RECORDING check before the store above finishes its record
     // now; the writer's last drain below then sees it.

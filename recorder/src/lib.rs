@@ -1,49 +1,47 @@
 //! jfr-native's JVMTI agent (`libjfrnative.so`): samples every Java thread by its own CPU time
 //! and records, for each sample, the native frames above the first Java frame (unwound from
-//! call-frame information, or frame pointers) and the Java frames (AsyncGetCallTrace) into a JFR file (`jdk.CPUTimeSample` with a
-//! `nativeStackTrace`, JDK-8373791).
+//! call-frame information, or frame pointers) and the Java frames (HotSpot's own frame
+//! descriptions, AsyncGetCallTrace where they do not reach) into a JFR file
+//! (`jdk.CPUTimeSample` with a `nativeStackTrace`, JDK-8373791).
 //!
 //! `java -agentpath:libjfrnative.so=file=out.jfr,interval=10ms ...`; options in [`options`].
 //!
-//! A sample's way: a per-thread perf `task-clock` counter ([`perf`], `engine=perf`, the default)
-//! or CPU timer (`timer_create` on the thread's CPU clock, `SIGEV_THREAD_ID`, carrying the
-//! thread's slot index; `engine=timer`, or where perf is refused: [`engine`]) → signal on that
-//! thread → `signal::on_sample`: checks that the signal is the agent's own ([`slots`]) and that
-//! enough stack is left ([`stack`]), walks the native frames within the thread's stack bounds
-//! ([`unwind`]; tables kept current by `unwind::watcher`; reads that fault are recovered by
-//! [`fault`]), calls AsyncGetCallTrace ([`agct`]), writes one record into a shared ring
-//! ([`buffers`], [`ring`]) → the writer thread (`drain`) resolves methods and writes events
-//! through `jfr-writer`, rotating chunks. Threads that ran before an attach are found through
-//! HotSpot's own structure descriptions ([`hotspot`]).
+//! The crate is built in wings, each a folder whose `mod.rs` says what it does and what it may
+//! not do; dependencies point down this list, never up:
+//! - [`writer`]: the writer thread. Drains the records, resolves methods, writes events
+//!   through `jfr-writer`, rotates chunks. May allocate and lock; never touches what a handler
+//!   owns.
+//! - [`sampling`]: the signal side. Engines that signal each thread by its CPU time, the
+//!   handler (`sampling::signal::on_sample`, in named steps), slots, buffers, rings, counters.
+//!   No allocation, no locks, only fault-safe reads.
+//! - [`hotspot`]: HotSpot's structures and the Java walk (and AsyncGetCallTrace), read
+//!   through the JVM's own descriptions.
+//! - [`unwind`]: the native walk from call-frame information, its tables and the code map.
+//! - At the bottom: [`fault`] (reads that may fault, recovered), [`os`] (libc), `jvmti`
+//!   (bindings), [`options`] (pure).
 //!
-//! `unsafe` lives in `jvmti/`, `os`, `perf` (the counters), `ucontext`, `fault` (the recoverable read and the fault
-//! hook), `slots` (the slot table), `buffers` (buffers shared by handlers), `hotspot` (reading
-//! the JVM's tables), `agct`, `codemap` (publishing and freeing snapshots), `unwind::tables`
-//! (mapping a library, copying the vDSO) and the entry points below.
+//! `agent.rs` holds the lifecycle (load, VM init, thread start and end, start, stop), above
+//! every wing; this file holds the JVM-facing entry points only.
+//!
+//! A sample's way: a per-thread perf `task-clock` counter or CPU timer signals the thread →
+//! `sampling::signal::on_sample` checks the signal's source and weight, the stack's headroom,
+//! walks the native frames within the thread's stack bounds, then the Java frames, and writes
+//! one record into a shared ring → the writer thread turns records into events.
+//!
+//! `unsafe` lives in `jvmti/`, `os`, `fault` (the recoverable read and the fault hook),
+//! `sampling` (`perf`'s counters, `ucontext`, `slots`' table, the shared `buffers`),
+//! `hotspot` (reading the JVM's tables, `agct`), `unwind` (`codemap` publishing and freeing
+//! snapshots; `tables` mapping a library, copying the vDSO) and the entry points below.
 
-pub mod agct;
 mod agent;
-pub mod buffers;
-pub mod codemap;
-pub(crate) mod drain;
-pub mod engine;
 pub mod fault;
 pub mod hotspot;
 pub(crate) mod jvmti;
-pub(crate) mod library_events;
-pub(crate) mod methods;
 pub mod options;
 pub mod os;
-pub mod output;
-pub mod perf;
-pub mod ring;
-pub mod signal;
-pub mod slots;
-pub mod stack;
-pub mod stats;
-pub mod status;
-pub mod ucontext;
+pub mod sampling;
 pub mod unwind;
+pub mod writer;
 
 use std::ffi::{c_char, c_void, CStr};
 

@@ -143,9 +143,6 @@ impl fmt::Display for OptionError {
 
 impl std::error::Error for OptionError {}
 
-const ACCEPTED: &str =
-    "file, interval, engine, signal, depth, native_depth, cstack, jstack, nstack, chunk, maxsize, maxage, status (or the single command stop)";
-
 fn err(option: &str, message: impl Into<String>) -> OptionError {
     OptionError {
         option: option.to_string(),
@@ -186,7 +183,7 @@ fn parse_size_bytes(value: &str) -> Option<u64> {
     n.checked_mul(scale)
 }
 
-fn parse_chunk(value: &str) -> Result<ChunkPolicy, OptionError> {
+fn parse_chunk(value: &str) -> Result<ChunkPolicy, String> {
     let usage = "a duration (e.g. 5s), a size (e.g. 16mb) or both separated by '/' (5s/16mb)";
     let mut policy = ChunkPolicy {
         duration_ns: 0,
@@ -198,22 +195,16 @@ fn parse_chunk(value: &str) -> Result<ChunkPolicy, OptionError> {
         } else if let Some(bytes) = parse_size_bytes(part).filter(|&b| b >= 64 << 10) {
             policy.size_bytes = bytes;
         } else {
-            return Err(err(
-                "chunk",
-                format!("'{part}' is not {usage}, at least 100ms or 64kb"),
-            ));
+            return Err(format!("'{part}' is not {usage}, at least 100ms or 64kb"));
         }
     }
     Ok(policy)
 }
 
-fn parse_count(option: &str, value: &str, max: usize) -> Result<usize, OptionError> {
+fn parse_count(value: &str, max: usize) -> Result<usize, String> {
     match value.parse::<usize>() {
         Ok(n) if (1..=max).contains(&n) => Ok(n),
-        _ => Err(err(
-            option,
-            format!("'{value}' is not a whole number from 1 to {max}"),
-        )),
+        _ => Err(format!("'{value}' is not a whole number from 1 to {max}")),
     }
 }
 
@@ -251,11 +242,180 @@ pub fn status_path(options: &str, pid: u32, timestamp: &str) -> Option<String> {
         .map(|v| expand_file(v, pid, timestamp))
 }
 
-/// Parses the agent option string. `pid` and `timestamp` expand `%p` and `%t`.
-pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, OptionError> {
-    let mut file = None;
-    let (mut max_size, mut max_age) = (None, None);
-    let mut o = Options {
+/// An option's value, as its accepted words: the first whose word matches.
+fn choice<T: Copy>(value: &str, words: &[(&str, T)], accepted: &str) -> Result<T, String> {
+    words
+        .iter()
+        .find(|(word, _)| *word == value)
+        .map(|&(_, v)| v)
+        .ok_or_else(|| format!("'{value}' is not {accepted}"))
+}
+
+/// The options being parsed, with the values that are checked only once all are known.
+struct Parsing<'a> {
+    o: Options,
+    file: Option<String>,
+    max_size: Option<u64>,
+    max_age: Option<u64>,
+    pid: u32,
+    timestamp: &'a str,
+}
+
+/// One agent option: its name, and how its value is applied (`Err`: what is wrong and what is
+/// accepted; the error names the option).
+struct Spec {
+    name: &'static str,
+    apply: fn(&mut Parsing<'_>, &str) -> Result<(), String>,
+}
+
+/// Every agent option, in the order the messages list them.
+const OPTIONS: &[Spec] = &[
+    Spec {
+        name: "file",
+        apply: |p, value| {
+            if value.is_empty() {
+                return Err("needs a path".into());
+            }
+            p.file = Some(expand_file(value, p.pid, p.timestamp));
+            Ok(())
+        },
+    },
+    Spec {
+        name: "interval",
+        apply: |p, value| {
+            p.o.interval_ns = parse_duration_ns(value)
+                .filter(|&ns| (100_000..=10_000_000_000).contains(&ns))
+                .ok_or_else(|| format!("'{value}' is not a duration from 100us to 10s with a unit ns, us, ms or s (e.g. 10ms)"))?;
+            Ok(())
+        },
+    },
+    Spec {
+        name: "engine",
+        apply: |p, value| {
+            p.o.engine = choice(
+                value,
+                &[("perf", Engine::Perf), ("timer", Engine::Timer)],
+                "perf (a perf_event task-clock counter per thread, the default) or timer (a CPU timer per thread, limited to the scheduler tick)",
+            )?;
+            Ok(())
+        },
+    },
+    Spec {
+        name: "signal",
+        apply: |p, value| {
+            let (lo, hi) = (libc::SIGRTMIN(), libc::SIGRTMAX());
+            let n: i32 = value
+                .parse()
+                .map_err(|_| format!("'{value}' is not a number"))?;
+            if n != libc::SIGPROF && !(lo..=hi).contains(&n) {
+                return Err(format!(
+                    "{n} is not a real-time signal ({lo} to {hi}) or SIGPROF ({})",
+                    libc::SIGPROF
+                ));
+            }
+            p.o.signal = Some(n);
+            Ok(())
+        },
+    },
+    Spec {
+        name: "depth",
+        apply: |p, value| {
+            p.o.depth = parse_count(value, MAX_DEPTH)?;
+            Ok(())
+        },
+    },
+    Spec {
+        name: "native_depth",
+        apply: |p, value| {
+            p.o.native_depth = parse_count(value, MAX_NATIVE_DEPTH)?;
+            Ok(())
+        },
+    },
+    Spec {
+        name: "cstack",
+        apply: |p, value| {
+            p.o.cstack = choice(
+                value,
+                &[("dwarf", CStack::Dwarf), ("fp", CStack::Fp)],
+                "dwarf (call-frame information, the default) or fp (frame pointers)",
+            )?;
+            Ok(())
+        },
+    },
+    Spec {
+        name: "jstack",
+        apply: |p, value| {
+            p.o.jstack = choice(
+                value,
+                &[("vm", JStack::Vm), ("agct-vm", JStack::AgctVm), ("agct", JStack::Agct)],
+                "vm (HotSpot's frame descriptions, then AsyncGetCallTrace; the default), agct-vm (AsyncGetCallTrace, then HotSpot's frame descriptions) or agct (AsyncGetCallTrace alone)",
+            )?;
+            Ok(())
+        },
+    },
+    Spec {
+        name: "nstack",
+        apply: |p, value| {
+            p.o.nstack = choice(
+                value,
+                &[("pooled", NStack::Pooled), ("inline", NStack::Inline)],
+                "pooled (a constant pool, the default) or inline (in every event, one event type in JDK Mission Control)",
+            )?;
+            Ok(())
+        },
+    },
+    Spec {
+        name: "chunk",
+        apply: |p, value| {
+            p.o.chunk = parse_chunk(value)?;
+            Ok(())
+        },
+    },
+    Spec {
+        name: "maxsize",
+        apply: |p, value| {
+            let bytes = parse_size_bytes(value)
+                .filter(|&b| b >= 1 << 20)
+                .ok_or_else(|| {
+                    format!("'{value}' is not a size of at least 1mb (e.g. 250mb, 2gb)")
+                })?;
+            p.max_size = Some(bytes);
+            Ok(())
+        },
+    },
+    Spec {
+        name: "maxage",
+        apply: |p, value| {
+            let ns = parse_duration_ns(value)
+                .filter(|&ns| ns >= 1_000_000_000)
+                .ok_or_else(|| {
+                    format!("'{value}' is not a duration of at least 1s with a unit s, m, h or d (e.g. 6h)")
+                })?;
+            p.max_age = Some(ns);
+            Ok(())
+        },
+    },
+    Spec {
+        name: "status",
+        apply: |p, value| {
+            if value.is_empty() {
+                return Err("needs a path".into());
+            }
+            p.o.status = Some(expand_file(value, p.pid, p.timestamp));
+            Ok(())
+        },
+    },
+];
+
+/// The accepted keys, for messages.
+fn accepted() -> String {
+    let names: Vec<&str> = OPTIONS.iter().map(|s| s.name).collect();
+    format!("{} (or the single command stop)", names.join(", "))
+}
+
+/// The options every recording starts from.
+fn defaults() -> Options {
+    Options {
         file: String::new(),
         repository: None,
         interval_ns: 10_000_000,
@@ -272,139 +432,56 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
         },
         status: None,
         given: Vec::new(),
-    };
+    }
+}
+
+/// Parses the agent option string. `pid` and `timestamp` expand `%p` and `%t`.
+pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, OptionError> {
     // HotSpot's jcmd parser cuts an argument at its first '=' and passes only the part before it
     // to JVMTI.agent_load, so `file=out.jfr,interval=10ms` arrives as `file`.
-    if [
-        "file",
-        "interval",
-        "engine",
-        "signal",
-        "depth",
-        "native_depth",
-        "cstack",
-        "jstack",
-        "nstack",
-        "chunk",
-        "maxsize",
-        "maxage",
-        "status",
-    ]
-    .contains(&options.trim())
-    {
+    if OPTIONS.iter().any(|s| s.name == options.trim()) {
         return Err(err(
             options.trim(),
             "has no value: jcmd cuts its arguments at '=', so quote the options inside the argument: \
              jcmd PID JVMTI.agent_load /path/libjfrnative.so '\"file=out.jfr,interval=10ms\"'",
         ));
     }
+    let mut p = Parsing {
+        o: defaults(),
+        file: None,
+        max_size: None,
+        max_age: None,
+        pid,
+        timestamp,
+    };
     for item in options.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let Some((key, value)) = item.split_once('=') else {
             return Err(err(
                 item,
-                format!("expected key=value; accepted keys: {ACCEPTED}"),
+                format!("expected key=value; accepted keys: {}", accepted()),
             ));
         };
-        match key {
-            "file" if value.is_empty() => return Err(err(key, "needs a path")),
-            "file" => file = Some(expand_file(value, pid, timestamp)),
-            "interval" => {
-                o.interval_ns = parse_duration_ns(value)
-                    .filter(|&ns| (100_000..=10_000_000_000).contains(&ns))
-                    .ok_or_else(|| err(key, format!("'{value}' is not a duration from 100us to 10s with a unit ns, us, ms or s (e.g. 10ms)")))?;
-            }
-            "signal" => {
-                let (lo, hi) = (libc::SIGRTMIN(), libc::SIGRTMAX());
-                let n: i32 = value
-                    .parse()
-                    .map_err(|_| err(key, format!("'{value}' is not a number")))?;
-                if n != libc::SIGPROF && !(lo..=hi).contains(&n) {
-                    return Err(err(
-                        key,
-                        format!(
-                            "{n} is not a real-time signal ({lo} to {hi}) or SIGPROF ({})",
-                            libc::SIGPROF
-                        ),
-                    ));
-                }
-                o.signal = Some(n);
-            }
-            "engine" => {
-                o.engine = match value {
-                    "perf" => Engine::Perf,
-                    "timer" => Engine::Timer,
-                    _ => {
-                        return Err(err(
-                            key,
-                            format!("'{value}' is not perf (a perf_event task-clock counter per thread, the default) or timer (a CPU timer per thread, limited to the scheduler tick)"),
-                        ))
-                    }
-                }
-            }
-            "depth" => o.depth = parse_count(key, value, MAX_DEPTH)?,
-            "native_depth" => o.native_depth = parse_count(key, value, MAX_NATIVE_DEPTH)?,
-            "cstack" => {
-                o.cstack = match value {
-                    "dwarf" => CStack::Dwarf,
-                    "fp" => CStack::Fp,
-                    _ => {
-                        return Err(err(
-                            key,
-                            format!("'{value}' is not dwarf (call-frame information, the default) or fp (frame pointers)"),
-                        ))
-                    }
-                }
-            }
-            "jstack" => {
-                o.jstack = match value {
-                    "vm" => JStack::Vm,
-                    "agct-vm" => JStack::AgctVm,
-                    "agct" => JStack::Agct,
-                    _ => {
-                        return Err(err(
-                            key,
-                            format!("'{value}' is not vm (HotSpot's frame descriptions, then AsyncGetCallTrace; the default), agct-vm (AsyncGetCallTrace, then HotSpot's frame descriptions) or agct (AsyncGetCallTrace alone)"),
-                        ))
-                    }
-                }
-            }
-            "nstack" => {
-                o.nstack = match value {
-                    "pooled" => NStack::Pooled,
-                    "inline" => NStack::Inline,
-                    _ => {
-                        return Err(err(
-                            key,
-                            format!("'{value}' is not pooled (a constant pool, the default) or inline (in every event, one event type in JDK Mission Control)"),
-                        ))
-                    }
-                }
-            }
-            "chunk" => o.chunk = parse_chunk(value)?,
-            "maxsize" => {
-                max_size = Some(
-                    parse_size_bytes(value)
-                        .filter(|&b| b >= 1 << 20)
-                        .ok_or_else(|| {
-                            err(key, format!("'{value}' is not a size of at least 1mb (e.g. 250mb, 2gb)"))
-                        })?,
-                )
-            }
-            "maxage" => {
-                max_age = Some(
-                    parse_duration_ns(value)
-                        .filter(|&ns| ns >= 1_000_000_000)
-                        .ok_or_else(|| {
-                            err(key, format!("'{value}' is not a duration of at least 1s with a unit s, m, h or d (e.g. 6h)"))
-                        })?,
-                )
-            }
-            "status" if value.is_empty() => return Err(err(key, "needs a path")),
-            "status" => o.status = Some(expand_file(value, pid, timestamp)),
-            _ => return Err(err(key, format!("unknown option; accepted: {ACCEPTED}"))),
-        }
-        o.given.push((key.to_string(), value.to_string()));
+        let Some(spec) = OPTIONS.iter().find(|s| s.name == key) else {
+            return Err(err(
+                key,
+                format!("unknown option; accepted: {}", accepted()),
+            ));
+        };
+        (spec.apply)(&mut p, value).map_err(|message| err(key, message))?;
+        p.o.given.push((key.to_string(), value.to_string()));
     }
+    finish(p)
+}
+
+/// Checks what needs all the options: the file, and the bounds of a directory of chunks.
+fn finish(p: Parsing<'_>) -> Result<Options, OptionError> {
+    let Parsing {
+        mut o,
+        file,
+        max_size,
+        max_age,
+        ..
+    } = p;
     o.file = file.ok_or_else(|| {
         err(
             "file",

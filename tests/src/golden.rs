@@ -5,14 +5,9 @@ use std::collections::BTreeMap;
 
 use jfr_writer::*;
 
-use crate::readers::Reading;
-
-/// Ticks are microseconds; tick 0 is 2026-01-01T00:00:00Z.
-pub const CLOCK: Clock = Clock {
-    ticks_per_second: 1_000_000,
-    origin_ticks: 0,
-    origin_epoch_nanos: 1_767_225_600_000_000_000,
-};
+use crate::reading::Reading;
+// The views every reader is reduced to, under the names the tests have always used.
+pub use crate::reading::{frame_text, library_line, lost_line, SampleView, CLOCK};
 
 /// One golden file and what it must read back as.
 pub struct Case {
@@ -31,90 +26,6 @@ pub struct Expected {
     pub reading: Reading,
     /// Chunks in the file.
     pub chunks: u64,
-}
-
-/// A Java frame as readers print it: `pkg.Class.method:line:Type`.
-pub fn frame_text(class: &str, method: &str, line: i64, frame_type: &str) -> String {
-    format!("{}.{method}:{line}:{frame_type}", class.replace('/', "."))
-}
-
-/// One `jdk.CPUTimeSample` as any reader sees it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct SampleView {
-    /// `eventThread.javaName`.
-    pub thread: String,
-    /// `eventThread.osThreadId`.
-    pub tid: i64,
-    /// `samplingPeriod` in ticks of [`CLOCK`].
-    pub period_ticks: u64,
-    /// `failed`.
-    pub failed: bool,
-    /// `stackTrace.truncated`, `None` if the stack trace is null.
-    pub java_truncated: Option<bool>,
-    /// `stackTrace.frames` as [`frame_text`].
-    pub java: Vec<String>,
-    /// `nativeStackTrace.truncated`, `None` if null.
-    pub native_truncated: Option<bool>,
-    /// `nativeStackTrace.frames[].pc`.
-    pub pcs: Vec<u64>,
-}
-
-fn opt(b: Option<bool>) -> String {
-    b.map_or("null".to_string(), |b| b.to_string())
-}
-
-impl SampleView {
-    /// The native part only, as the `RecordingFile` oracle prints it (`NATIVE` lines carry
-    /// program counters only).
-    pub fn pcs_text(&self) -> String {
-        let pcs: Vec<String> = self.pcs.iter().map(|pc| format!("{pc:#x}")).collect();
-        format!("pcs=[{}]", pcs.join(","))
-    }
-
-    /// The Java part only, as the oracle prints it (`STACK` lines), if there is a stack.
-    pub fn java_text(&self) -> Option<String> {
-        self.java_truncated
-            .map(|t| format!("java_truncated={t} java=[{}]", self.java.join(",")))
-    }
-}
-
-impl std::fmt::Display for SampleView {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "thread={} tid={} period={} failed={} java_truncated={} java=[{}] native_truncated={} {}",
-            self.thread,
-            self.tid,
-            self.period_ticks,
-            self.failed,
-            opt(self.java_truncated),
-            self.java.join(","),
-            opt(self.native_truncated),
-            self.pcs_text()
-        )
-    }
-}
-
-/// The canonical text of one `jdk.NativeLibrary` event.
-pub fn library_line(
-    name: &str,
-    base: u64,
-    top: u64,
-    build_id: Option<&str>,
-    file_offset: u64,
-) -> String {
-    format!(
-        "{name} {base:#x}-{top:#x} build_id={} offset={file_offset:#x}",
-        build_id.unwrap_or("null")
-    )
-}
-
-/// The canonical text of one `jdk.CPUTimeSamplesLost` event.
-pub fn lost_line(lost: i64, os_tid: Option<i64>, reason: &str) -> String {
-    format!(
-        "lost={lost} tid={} reason={reason}",
-        os_tid.map_or("null".into(), |t| t.to_string())
-    )
 }
 
 struct ThreadInfo {

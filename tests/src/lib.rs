@@ -10,6 +10,7 @@ pub mod golden;
 pub mod jdk;
 pub mod natives;
 pub mod readers;
+pub mod reading;
 pub mod stress;
 pub mod symlibs;
 pub mod workload;

@@ -12,41 +12,9 @@ use jfrs::reader::value_descriptor::{Primitive, ValueDescriptor};
 use jfrs::reader::JfrReader;
 use serde_json::Value;
 
-use crate::golden::{frame_text, library_line, lost_line, SampleView, CLOCK};
 use crate::jdk::Jdk;
-
-/// What a reader read from a file.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Reading {
-    /// Events per type name.
-    pub counts: BTreeMap<String, u64>,
-    /// Every `jdk.CPUTimeSample`, sorted.
-    pub samples: Vec<SampleView>,
-    /// Every `jdk.NativeLibrary` as [`library_line`], sorted.
-    pub libraries: Vec<String>,
-    /// Every `jdk.CPUTimeSamplesLost` as [`lost_line`], sorted.
-    pub lost: Vec<String>,
-}
-
-impl Reading {
-    /// Σ `samplingPeriod` of the CPU samples, ns (readers give periods in ticks of the golden
-    /// clock).
-    pub fn period_ns(&self) -> u64 {
-        let tps = CLOCK.ticks_per_second;
-        self.samples
-            .iter()
-            .map(|s| s.period_ticks * 1_000_000_000 / tps)
-            .sum()
-    }
-
-    /// The same reading with every list sorted (readers see events in file order).
-    pub fn sorted(mut self) -> Reading {
-        self.samples.sort();
-        self.libraries.sort();
-        self.lost.sort();
-        self
-    }
-}
+pub use crate::reading::Reading;
+use crate::reading::{frame_text, library_line, lost_line, SampleView, CLOCK};
 
 /// Runs a command and returns its stdout, or an error with its stderr.
 pub fn run(cmd: &mut Command) -> Result<String, String> {

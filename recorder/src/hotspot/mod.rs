@@ -1,16 +1,24 @@
 //! What the agent reads from HotSpot's own structures, described by the JVM itself
 //! ([`vmstructs`]): the OS thread id and the stack of each `JavaThread`, so that threads that
 //! ran before an attach are matched by thread id, not by name, and sampled within their real
-//! stack bounds ([`threads`]); the code cache's reserved range, so that JIT code is known as such
-//! however it is mapped ([`codecache`]); the virtual thread a carrier runs ([`vthread`]). Every read of a JVM structure goes through [`crate::fault`]: a
-//! thread that exits meanwhile gives "unknown", never a crash.
+//! stack bounds ([`threads`]); the code cache's reserved range ([`codecache`]); the virtual
+//! thread a carrier runs ([`vthread`]); and the Java frames of a sample: the walk through
+//! HotSpot's frame descriptions ([`javawalk`], over [`layout`], [`codeblob`], [`scopes`],
+//! [`method`]), AsyncGetCallTrace ([`agct`]), and the Java step of the handler that runs both
+//! ([`sample`]).
+//!
+//! Every read of a JVM structure goes through [`crate::fault`]: a thread that exits meanwhile
+//! gives "unknown", never a crash. What runs in the signal handler here follows the sampling
+//! wing's rules ([`crate::sampling`]): no allocation, no locks, no panics.
 
+pub mod agct;
 pub mod codeblob;
 pub mod codecache;
 pub mod javawalk;
 pub mod layout;
 pub mod mem;
 pub mod method;
+pub mod sample;
 pub mod scopes;
 pub mod threads;
 pub mod vmstructs;

@@ -16,10 +16,13 @@
 //! - [`build`]: turns a library's `.eh_frame` or `.debug_frame` into a [`rule::Table`].
 //! - [`tables`]: finds each loaded library's file (or the vDSO in memory), builds its table
 //!   once and keeps it while the library stays loaded.
-//! - [`watcher`]: re-reads the code map ([`crate::codemap`]) when libraries are loaded or
+//! - [`watcher`]: re-reads the code map ([`codemap`]) when libraries are loaded or
 //!   unloaded and publishes it, with the tables, to the handler.
+//! - [`jvm_code`]: the code cache's range, where native code ends and the JVM's begins.
 
 pub mod build;
+pub mod codemap;
+pub mod jvm_code;
 pub mod rule;
 pub mod tables;
 pub mod walk;
@@ -27,6 +30,55 @@ pub mod watcher;
 
 pub use rule::Rule;
 pub use walk::{walk, walk_sample, Sample};
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether native frames are unwound with call-frame information (`cstack=dwarf`) or frame
+/// pointers only (`cstack=fp`).
+pub static USE_CFI: AtomicBool = AtomicBool::new(true);
+
+/// The native step of a sample: the frames from `regs` through the current code map, reading
+/// `stack` (the thread's own stack from the interrupted sp). With no readable stack (the code
+/// runs on a fiber, an alternate signal stack, or a thread of unknown bounds) only the pc is
+/// kept, as [`Stop::OffStack`]. A pc in unknown code makes the watcher look for new libraries.
+#[deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
+pub fn native_step(regs: Regs, stack: Option<&impl Memory>, out: &mut [u64]) -> Sample {
+    let Some(stack) = stack else {
+        let count = match out.first_mut() {
+            Some(first) => {
+                *first = regs.pc;
+                1
+            }
+            None => 0,
+        };
+        return Sample {
+            count,
+            stop: Stop::OffStack,
+            context: None,
+            java_entry: None,
+        };
+    };
+    let cfi = USE_CFI.load(Ordering::Relaxed);
+    let sample = codemap::with_current(|map| match map {
+        Some(map) => walk_sample(regs, stack, map, cfi, out),
+        None => Sample {
+            count: 0,
+            stop: Stop::UnknownCode,
+            context: None,
+            java_entry: None,
+        },
+    });
+    if sample.stop == Stop::UnknownCode {
+        watcher::unknown_pc_seen();
+    }
+    sample
+}
 
 /// Registers at the interrupted instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::build::{build, Built};
 use super::rule::Table;
-use crate::codemap::Library;
+use crate::unwind::codemap::Library;
 
 /// What building the tables cost, for the summary.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +130,7 @@ pub fn build_timed(lib: &Library) -> Result<(Built, std::time::Duration), String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codemap::CodeMap;
+    use crate::unwind::codemap::CodeMap;
     use crate::unwind::rule::Kind;
 
     fn library(name: &str) -> Library {

@@ -10,8 +10,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use crate::codemap::{self, CodeMap, Library};
 use crate::os;
+use crate::unwind::codemap::{self, CodeMap, Library};
 use crate::unwind::tables::{TableStats, Tables};
 
 struct Watcher {

@@ -8,6 +8,7 @@ use indexmap::IndexSet;
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use super::located::{Cut, Located};
+pub use super::weight::Weight;
 use crate::profile::{ChunkProfile, JavaFrame};
 use crate::resolve::{Frame, Symbolizer};
 
@@ -185,31 +186,6 @@ pub const NATIVE_UNKNOWN: &str = "[native frames unknown]";
 pub const JAVA_TRUNCATED: &str = "[Java stack truncated]";
 /// Placeholder: samples the recorder lost (followed by `: reason` when it says why).
 pub const LOST_SAMPLES: &str = "[lost samples]";
-
-/// Weight and count.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Weight {
-    /// CPU time, ns (sum of `samplingPeriod`).
-    pub cpu_ns: u64,
-    /// Samples.
-    pub samples: u64,
-}
-
-impl Weight {
-    fn add(&mut self, cpu_ns: u64) {
-        self.add_many(cpu_ns, 1);
-    }
-
-    fn add_many(&mut self, cpu_ns: u64, samples: u64) {
-        self.cpu_ns = self.cpu_ns.saturating_add(cpu_ns);
-        self.samples = self.samples.saturating_add(samples);
-    }
-
-    /// Adds another weight.
-    pub fn add_weight(&mut self, other: Weight) {
-        self.add_many(other.cpu_ns, other.samples);
-    }
-}
 
 /// Which events a profile was made from.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use indexmap::IndexSet;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
-use super::aggregate::Weight;
+use super::weight::Weight;
 use crate::resolve::LibraryRef;
 
 /// One location of a stack: the frames that share one program counter (a native function and

@@ -6,5 +6,6 @@ pub mod json;
 pub mod located;
 pub mod pprof;
 pub mod text;
+pub mod weight;
 
 pub use aggregate::{Aggregate, Filter, FrameKey, Kind, Names, Weight};

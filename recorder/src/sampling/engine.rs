@@ -1,6 +1,6 @@
 //! Which engine signals the samples of the running recording (`engine=perf|timer`), chosen
 //! when it starts, and the per-thread source of signals it arms. Both engines share everything
-//! after the signal (see [`crate::signal`]): only how a signal is told to be the agent's and how
+//! after the signal (see [`crate::sampling::signal`]): only how a signal is told to be the agent's and how
 //! its CPU weight is known differ.
 
 use std::io;
@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 use crate::options::Engine;
 use crate::os::{self, ThreadTimer};
-use crate::perf::{self, PerfCounter, Scope};
-use crate::slots::Sampler;
+use crate::sampling::perf::{self, PerfCounter, Scope};
+use crate::sampling::slots::Sampler;
 
 /// The engine in effect: what the recording asked for, unless perf was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! A single-producer single-consumer ring of 64-bit words: one signal handler at a time (see
-//! [`crate::buffers`]) pushes whole records, the drain thread pops them. Atomics only; a record that does not fit
+//! [`crate::sampling::buffers`]) pushes whole records, the drain thread pops them. Atomics only; a record that does not fit
 //! is refused (the caller counts it), never partially written.
 
 #![deny(

@@ -38,6 +38,10 @@ pub fn resolve() -> bool {
 /// Error code when AsyncGetCallTrace is missing.
 pub const NOT_AVAILABLE: i32 = -100;
 
+/// The code of a sample whose Java stack was not attempted: the interrupted code runs on a
+/// stack that is not the thread's own (an alternate signal stack, a fiber).
+pub const NOT_ON_THREAD_STACK: i32 = -101;
+
 /// Walks the Java stack of the interrupted thread into `frames`; returns the frame count, or
 /// AsyncGetCallTrace's negative error code.
 ///

@@ -15,7 +15,7 @@ use std::fs::File;
 
 use jfr_writer::{ChunkOutput, NativeLibrary, Recording};
 
-use crate::codemap::Library;
+use crate::unwind::codemap::Library;
 use crate::unwind::{tables, watcher};
 
 /// A library as one mapping: (path, base, top).

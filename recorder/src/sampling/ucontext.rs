@@ -2,6 +2,7 @@
 
 use std::ffi::c_void;
 
+use crate::hotspot::javawalk::Interrupted;
 use crate::unwind::Regs;
 
 /// pc, sp and fp at the interrupted instruction.
@@ -41,4 +42,22 @@ pub unsafe fn method_register(uc: *const c_void) -> u64 {
     // SAFETY: guaranteed by the caller.
     let gregs = unsafe { &(*uc.cast::<libc::ucontext_t>()).uc_mcontext.gregs };
     gregs[libc::REG_RBX as usize] as u64
+}
+
+/// The interrupted thread's state as the Java walk starts from it: the registers in `uc`, and
+/// `java_entry`, where the native walk reached Java code.
+///
+/// # Safety
+/// As [`bcp_register`].
+#[cfg(target_arch = "x86_64")]
+pub unsafe fn interrupted(uc: *const c_void, java_entry: Option<Regs>) -> Interrupted {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        Interrupted {
+            regs: regs(uc),
+            java_entry,
+            bcp_register: bcp_register(uc),
+            method_register: method_register(uc),
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! The writer thread: every few milliseconds it empties every thread's ring, turns records into
 //! `jdk.CPUTimeSample` events (resolving jmethodIDs through JVMTI), reports drops as
 //! `jdk.CPUTimeSamplesLost`, keeps the code map current, writes the `jdk.NativeLibrary` events
-//! each chunk needs (see [`crate::library_events`]), and rotates chunks. It may allocate and
+//! each chunk needs (see [`crate::writer::library_events`]), and rotates chunks. It may allocate and
 //! lock.
 
 use std::collections::HashMap;
@@ -11,20 +11,23 @@ use std::time::Duration;
 
 use jfr_writer::*;
 
-use crate::buffers::{self, RECORD_HEADER_WORDS};
-use crate::codemap::{self, Retained};
 use crate::jvmti::Jvmti;
-use crate::library_events::LibraryEvents;
-use crate::methods::Methods;
 use crate::options::{CStack, NStack, Options};
 use crate::os;
-use crate::output::Output;
-use crate::signal::{self, unpack_meta, unpack_owner, FLAG_JAVA_CUT, FLAG_VM_WALK};
-use crate::slots::{slot_at, Slot, FREE, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
-use crate::stats::{self, STATS};
-use crate::status::{self, State};
+use crate::sampling::buffers;
+use crate::sampling::record::{
+    unpack_frame, unpack_meta, unpack_owner, EPOCH, FLAG_JAVA_CUT, FLAG_VM_WALK,
+    RECORD_HEADER_WORDS,
+};
+use crate::sampling::slots::{slot_at, Slot, FREE, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
+use crate::sampling::stats::{self, STATS};
+use crate::unwind::codemap::{self, Retained};
 use crate::unwind::tables::TableStats;
 use crate::unwind::watcher;
+use crate::writer::library_events::LibraryEvents;
+use crate::writer::methods::Methods;
+use crate::writer::output::Output;
+use crate::writer::status::{self, State};
 
 /// How often the rings are emptied.
 pub const DRAIN_PERIOD: Duration = Duration::from_millis(10);
@@ -257,7 +260,10 @@ impl Drain {
             ),
             (
                 "engine".to_string(),
-                crate::engine::current().engine().name().to_string(),
+                crate::sampling::engine::current()
+                    .engine()
+                    .name()
+                    .to_string(),
             ),
         ];
         let given = self
@@ -340,7 +346,7 @@ impl Drain {
             .filter(|s| s.ended.load(Ordering::Acquire) && !os::thread_exists(s.tid()))
             .collect();
         if let Some(buffers) = buffers::current() {
-            let epoch = signal::EPOCH.load(Ordering::SeqCst);
+            let epoch = EPOCH.load(Ordering::SeqCst);
             let mut record = std::mem::take(&mut self.record);
             for ring in 0..buffers.ring_count() {
                 while buffers.pop(ring, &mut record) {
@@ -422,7 +428,7 @@ impl Drain {
         self.java.clear();
         let mut at_continuation_entry = false;
         for pair in java_words.chunks_exact(2) {
-            let (kind, bci) = crate::signal::unpack_frame(pair[0]);
+            let (kind, bci) = unpack_frame(pair[0]);
             let frame =
                 self.methods
                     .frame(&self.jvmti, &mut self.rec, bci, pair[1] as *mut _, kind);
@@ -468,7 +474,7 @@ impl Drain {
     /// signal was lost: the thread used CPU, the counter did not count), and closes retired
     /// counters whose handler has finished.
     pub fn check_counters(&mut self) {
-        crate::slots::close_deferred();
+        crate::sampling::slots::close_deferred();
         let now_ns = os::monotonic_ns();
         if now_ns - self.counters_checked_ns < COUNTER_CHECK_PERIOD_NS {
             return;
@@ -476,10 +482,10 @@ impl Drain {
         self.counters_checked_ns = now_ns;
         let slots: Vec<&'static Slot> = SLOTS.lock().map(|s| s.clone()).unwrap_or_default();
         let mut seen = HashMap::new();
-        for (slot, fd) in crate::slots::perf_counters(&slots) {
+        for (slot, fd) in crate::sampling::slots::perf_counters(&slots) {
             let (Some(counted), cpu) = (
-                crate::perf::count(fd),
-                crate::engine::thread_cpu_ns(slot.tid()),
+                crate::sampling::perf::count(fd),
+                crate::sampling::engine::thread_cpu_ns(slot.tid()),
             ) else {
                 continue;
             };
@@ -487,7 +493,7 @@ impl Drain {
                 let stopped = old_fd == fd
                     && counted == old_counted
                     && cpu.saturating_sub(old_cpu) > 2 * self.options.interval_ns;
-                if stopped && slot.perf_fd() == fd && crate::perf::rearm(fd) {
+                if stopped && slot.perf_fd() == fd && crate::sampling::perf::rearm(fd) {
                     stats::inc(&STATS.perf_restarted);
                 }
             }
@@ -544,7 +550,7 @@ impl Drain {
         self.drain_all();
         let mut summary = Summary {
             tables: watcher::table_stats(),
-            engine: crate::engine::current().describe(),
+            engine: crate::sampling::engine::current().describe(),
             retained: codemap::retained(),
             build_ids: self.libraries.build_ids(),
             ..self.summary
@@ -617,11 +623,11 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
             "perf counters restarted after a lost signal",
         ),
         (
-            crate::perf::SIGIO_RECEIVED.load(Ordering::Relaxed),
+            crate::sampling::perf::SIGIO_RECEIVED.load(Ordering::Relaxed),
             "counter signals received as SIGIO (signal queue full)",
         ),
         (
-            crate::engine::TIMER_FALLBACKS.load(Ordering::Relaxed),
+            crate::sampling::engine::TIMER_FALLBACKS.load(Ordering::Relaxed),
             "threads sampled with a CPU timer (no perf counter)",
         ),
         (

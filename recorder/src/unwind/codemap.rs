@@ -208,7 +208,7 @@ impl CodeMap {
     pub fn read_self() -> std::io::Result<CodeMap> {
         Ok(CodeMap::parse(
             &std::fs::read_to_string("/proc/self/maps")?,
-            crate::hotspot::codecache::bounds(),
+            crate::unwind::jvm_code::bounds(),
         ))
     }
 }

@@ -3,11 +3,11 @@
 //! compare-and-swap on its `busy` flag (never waits: if every one is busy it drops the sample,
 //! counted), and gives it back when the sample is written. So memory grows with the number of
 //! CPUs sampling at once, not with the number of threads: a thread costs only its
-//! [`crate::slots::Slot`].
+//! [`crate::sampling::slots::Slot`].
 //!
 //! One set of buffers is made per recording size (`depth`, `native_depth`) off the handler and
 //! published through [`current`]; a set is replaced only between recordings, after every
-//! handler has left (see [`crate::signal::wait_for_handlers`]), and the old one is kept (never
+//! handler has left (see [`crate::sampling::signal::wait_for_handlers`]), and the old one is kept (never
 //! freed: a few hundred KB).
 
 #![deny(
@@ -21,13 +21,10 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
-use crate::agct::CallFrame;
+use crate::hotspot::agct::CallFrame;
 use crate::hotspot::javawalk::JavaFrame;
-use crate::ring::Ring;
-
-/// Words before the native pcs in a record: time, weight, packed (agct code, stop, native
-/// count), packed (slot index, recording epoch), the mounted virtual thread's id (0: none).
-pub const RECORD_HEADER_WORDS: usize = 5;
+use crate::sampling::record::RECORD_HEADER_WORDS;
+use crate::sampling::ring::Ring;
 
 /// Smallest ring, in words (512 KiB): about 2 000 samples of 30 frames, 2 s of two busy CPUs
 /// at 1 ms, while the writer drains every 10 ms.

@@ -2,7 +2,7 @@
 //! outside the handler and never freed; each has an index in a fixed table ([`slot_at`]), and
 //! its timer carries that index (plus one) in `si_value`: the handler maps a signal's value to a
 //! slot by a bounds-checked table lookup, never by dereferencing what the signal carries, and
-//! accepts the signal only if its timer id is the slot's own (see [`crate::signal`]).
+//! accepts the signal only if its timer id is the slot's own (see [`crate::sampling::signal`]).
 //!
 //! A slot is recycled for a new thread once its thread has ended, its kernel task is gone (no
 //! handler can run on it any more, no signal can be delivered to it) and the rings are drained
@@ -22,8 +22,8 @@ use std::sync::Mutex;
 
 use crate::jvmti::JniEnv;
 use crate::os::ThreadTimer;
-use crate::perf::{self, PerfCounter};
-use crate::stack::ThreadStack;
+use crate::sampling::perf::{self, PerfCounter};
+use crate::sampling::stack::ThreadStack;
 
 /// What signals a thread's samples: the engine's per-thread source.
 #[derive(Debug)]

@@ -190,7 +190,7 @@ pub fn agct_reason(code: i32) -> &'static str {
         -8 => "thread exiting",
         -9 => "deoptimizing",
         -10 => "safepoint",
-        crate::signal::NOT_ON_THREAD_STACK => "not attempted: not on the thread's own stack",
+        crate::hotspot::agct::NOT_ON_THREAD_STACK => "not attempted: not on the thread's own stack",
         _ => "AsyncGetCallTrace not available",
     }
 }

@@ -103,6 +103,15 @@ impl ThreadStack {
         (lo <= here && here < hi).then(|| here.saturating_sub(usable_lo))
     }
 
+    /// Whether too little stack is left below `here` (an address in the running handler's
+    /// frame) for the walks and AsyncGetCallTrace ([`HANDLER_STACK_BYTES`]): the headroom step
+    /// of a sample, which is skipped then. Not when `here` is on another stack.
+    #[inline]
+    pub fn lacks_headroom(&self, here: u64) -> bool {
+        self.headroom(here)
+            .is_some_and(|left| left < HANDLER_STACK_BYTES)
+    }
+
     /// What the walk may read for code interrupted at `sp`: `[sp, hi)` if `sp` is on this
     /// stack; `None` otherwise (the code runs on another stack: keep its pc only).
     #[inline]
