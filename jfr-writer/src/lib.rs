@@ -26,18 +26,18 @@
 //! [`NativeStackEncoding::Pooled`] (the default) writes `nativeStackTrace` as a key into a
 //! deduplicated `jdk.NativeStackTrace` pool; [`NativeStackEncoding::Inline`] writes the struct in
 //! every event. A stack repeated in a chunk costs a key instead of its frames (`robustness.rs`
-//! prints both for one repeated stack: more than 4 times smaller); on a real recording, where
-//! leaf program counters vary, a sample with its native stack took 36 bytes pooled against 47
-//! inline at 10 ms, 38 against 47 at 1 ms (the demo, 20 s; figures in the README, "The JFR
-//! files"). The JDK's readers and `jfrs` read both alike. JMC's parser (checked at openjdk/jmc
-//! `bde624e`) keeps its struct content types per chunk (`TypeManager.structTypes`, keyed by
-//! class id, one `TypeManager` per chunk), and merges an event type across chunks only when each
-//! field's content type is the same object: with `Pooled`, every chunk after the first lands in
-//! a type `jdk.CPUTimeSample<random suffix>`. `Inline` fields are flattened by JMC and keep one
-//! type; the recorder's `nstack=inline` selects it. Pooled stays the default because the file
-//! JMC users open is the symbolized one, which has no `nativeStackTrace` field. A single-field
-//! simple type would be pooled without the split, but `jfr print --json` prints its value as
-//! `[Ljava.lang.Object;@…` (no pcs) and it has no room for `truncated`.
+//! prints both for one repeated stack: more than 4 times smaller); on a real recording, where leaf
+//! program counters vary, a sample with its native stack took 36 bytes pooled against 47 inline at
+//! 10 ms, 38 against 47 at 1 ms (the demo, 20 s; figures in `docs/jfr-format.md`,
+//! "`nativeStackTrace` pooled or inline"). The JDK's readers and `jfrs` read both alike. JMC's
+//! parser (checked at openjdk/jmc `bde624e`) keeps its struct content types per chunk
+//! (`TypeManager.structTypes`, keyed by class id, one `TypeManager` per chunk), and merges an event
+//! type across chunks only when each field's content type is the same object: with `Pooled`, every
+//! chunk after the first lands in a type `jdk.CPUTimeSample<random suffix>`. `Inline` fields are
+//! flattened by JMC and keep one type; the recorder's `nstack=inline` selects it. Pooled stays the
+//! default because the file JMC users open is the symbolized one, which has no `nativeStackTrace`
+//! field. A single-field simple type would be pooled without the split, but `jfr print --json`
+//! prints its value as `[Ljava.lang.Object;@…` (no pcs) and it has no room for `truncated`.
 //!
 //! `jfr print` in text mode cannot print any array-valued field other than a Java stack's frames
 //! (a JDK bug): print these events with `jfr print --json`, or symbolize the file first.

@@ -31,7 +31,8 @@ pub fn chromium() -> Option<PathBuf> {
 }
 
 /// Whether a missing browser fails the tests instead of skipping them: as for the JDKs, in CI
-/// (`CI=true`) or with `JFRNATIVE_REQUIRE_JDKS=1` (which the README's test command sets).
+/// (`CI=true`) or with `JFRNATIVE_REQUIRE_JDKS=1` (which the test command, `tools/scripts/test.sh`,
+/// sets).
 pub fn browser_required() -> bool {
     crate::jdk::jdks_required()
 }

@@ -149,7 +149,7 @@ fn samples_of_a_virtual_thread_name_it() {
         // As the JDK writes them: a virtual thread's stack ends at its continuation's entry,
         // the carrier's frames below are left out (but for a carrier mounting or unmounting
         // it). Most stacks are truncated: the frames below the ones Loom thawed are still in
-        // the heap, which the walk does not read (see the README).
+        // the heap, which the walk does not read (see docs/how-it-works.md, "Virtual threads").
         eprintln!(
             "{what}: {ending_at_entry} of {whole_virtual} whole virtual-thread stacks end at \
              Continuation.enterSpecial; {truncated_virtual} truncated"
