@@ -150,6 +150,10 @@ fn set_callbacks(jvmti: &Jvmti) -> Result<(), String> {
             extern "system" fn(JvmtiEnvPtr, JniEnv, JObject, JObject),
             unsafe extern "system" fn(),
         >(on_class_prepare));
+        callbacks.DynamicCodeGenerated = Some(std::mem::transmute::<
+            extern "system" fn(JvmtiEnvPtr, *const std::ffi::c_char, *const c_void, i32),
+            unsafe extern "system" fn(),
+        >(on_dynamic_code_generated));
         callbacks.NativeMethodBind = Some(std::mem::transmute::<
             NativeMethodBindFn,
             unsafe extern "system" fn(),
@@ -431,6 +435,23 @@ fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> R
     }
     // Refused without the capability (see `install`): the periodic check remains.
     let _ = agent.jvmti.enable_event(JVMTI_EVENT_NATIVE_METHOD_BIND);
+    // The stubs the Java walk must know by name (the call stub, continuation stubs): those
+    // generated so far, then each new one.
+    if agent
+        .jvmti
+        .enable_event(JVMTI_EVENT_DYNAMIC_CODE_GENERATED)
+        .and_then(|()| {
+            agent
+                .jvmti
+                .generate_events(JVMTI_EVENT_DYNAMIC_CODE_GENERATED)
+        })
+        .is_err()
+    {
+        eprintln!(
+            "jfr-native: JVMTI gives no generated-code events: samples inside the call stub \
+             keep no frames"
+        );
+    }
     for class in agent.jvmti.loaded_classes().unwrap_or_default() {
         let _ = agent.jvmti.class_methods(class);
     }
@@ -741,6 +762,23 @@ extern "system" fn on_class_prepare(
         if let Some(agent) = AGENT.get() {
             let _ = agent.jvmti.class_methods(class);
         }
+    })
+}
+
+/// A stub HotSpot generated: recorded by name for the Java walk ([`hotspot::stubs`]).
+extern "system" fn on_dynamic_code_generated(
+    _jvmti: JvmtiEnvPtr,
+    name: *const std::ffi::c_char,
+    address: *const c_void,
+    length: i32,
+) {
+    ffi_guard("DynamicCodeGenerated", (), || {
+        if name.is_null() {
+            return;
+        }
+        // SAFETY: JVMTI passes the stub's NUL-terminated name, valid during the callback.
+        let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+        hotspot::stubs::record(&name, address as u64, u64::try_from(length).unwrap_or(0));
     })
 }
 

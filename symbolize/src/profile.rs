@@ -27,6 +27,19 @@ pub struct JavaFrame {
     pub frame_type: Option<Arc<str>>,
 }
 
+/// Native frames between two Java frames of a sample (jfr-native's `nativeSegments`): the
+/// native code that called back into Java.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Segment {
+    /// Index into [`Sample::java`] of the Java frame these native frames were called by: they
+    /// sit between Java frames `java_index - 1` and `java_index`.
+    pub java_index: usize,
+    /// Native PCs (return addresses), innermost first.
+    pub pcs: Arc<[u64]>,
+    /// Native frames are missing after these.
+    pub truncated: bool,
+}
+
 /// One `jdk.CPUTimeSample` (or `jdk.ExecutionSample`).
 #[derive(Debug, Clone)]
 pub struct Sample {
@@ -48,6 +61,8 @@ pub struct Sample {
     pub native: Arc<[u64]>,
     /// `nativeStackTrace.truncated`.
     pub native_truncated: bool,
+    /// `nativeSegments`: native frames between Java frames, by increasing `java_index`.
+    pub segments: Arc<[Segment]>,
 }
 
 /// One `jdk.CPUTimeSamplesLost`: samples that were due and not recorded.
@@ -201,6 +216,7 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
                     .clone(),
                 other => view.native_stack(other),
             };
+            let segments = view.segments(get("nativeSegments"), java.len(), &mut native_stacks);
             let thread = get("eventThread")
                 .or_else(|| get("sampledThread"))
                 .and_then(|v| view.thread_name(v));
@@ -214,6 +230,7 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
                 java_truncated,
                 native,
                 native_truncated,
+                segments,
             };
             if execution {
                 profile.execution_samples.push(sample);
@@ -389,6 +406,45 @@ impl<'c, 'a> View<'c, 'a> {
                 .field_of(frame, "jdk.types.StackFrame", "type")
                 .and_then(|t| self.string(t)),
         }
+    }
+
+    /// The `nativeSegments` of a sample with `java_frames` Java frames: segments are kept in
+    /// order of their Java frame, and one whose index is not that of a Java frame of the sample
+    /// is dropped (it could not be placed).
+    fn segments(
+        &self,
+        value: Option<&Value>,
+        java_frames: usize,
+        cache: &mut FxHashMap<u64, (Arc<[u64]>, bool)>,
+    ) -> Arc<[Segment]> {
+        let Some(Value::Array(items)) = value else {
+            return Arc::from([]);
+        };
+        let mut out: Vec<Segment> = items
+            .iter()
+            .filter_map(|item| {
+                let index = self
+                    .field_of(item, "jfrnative.NativeSegment", "javaFrameIndex")
+                    .and_then(Value::as_i64)
+                    .and_then(|i| usize::try_from(i).ok())
+                    .filter(|&i| i < java_frames)?;
+                let stack = self.field_of(item, "jfrnative.NativeSegment", "stackTrace");
+                let (pcs, truncated) = match stack {
+                    Some(Value::Ref { key, .. }) => cache
+                        .entry(*key)
+                        .or_insert_with(|| self.native_stack(stack))
+                        .clone(),
+                    other => self.native_stack(other),
+                };
+                Some(Segment {
+                    java_index: index,
+                    pcs,
+                    truncated,
+                })
+            })
+            .collect();
+        out.sort_by_key(|s| s.java_index);
+        Arc::from(out)
     }
 
     fn native_stack(&self, stack: Option<&Value>) -> (Arc<[u64]>, bool) {

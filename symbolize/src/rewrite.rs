@@ -1,15 +1,21 @@
 //! Writing a symbolized copy of a chunk: every `jdk.CPUTimeSample` gets a stack trace that
 //! starts with its native frames (leaf first, inlined functions as their own frames) followed
-//! by its Java frames, and loses the `nativeStackTrace` field, which `jfr print` cannot print
+//! by its Java frames, with the native frames between Java frames (`nativeSegments`: the
+//! native code that called a Java frame back) in their place before that Java frame, and
+//! loses the `nativeStackTrace` and `nativeSegments` fields, which `jfr print` cannot print
 //! in text mode. Every other record is copied byte for byte; checkpoints are copied with their
 //! chain re-linked, without the `jdk.NativeStackTrace` pool and with every symbol in UTF-8
 //! (`rewrite/pools.rs`); one new checkpoint holds the new constants; the metadata is the input's
 //! with that field removed and a `jfrnative.Symbolization` event added, which says what was
 //! done.
 //!
+//! Native frames between Java frames that the recorder could not all walk are marked by one
+//! frame `unknown.[native frames missing]` where they are missing.
+//!
 //! A native frame is an ordinary `jdk.types.StackFrame` of type "Native": its method's class
 //! is the library file name (`libc.so.6`; `vdso` for the kernel's `[vdso]`, as JMC takes a
-//! class name starting with `[` for an array type), its name the function (or `lib+0xADDR`
+//! class name starting with `[` for an array type; `unknown` outside every library), its name
+//! the function (or `lib+0xADDR`
 //! when the library has no name for it), its modifiers `native` (0x100), its line the DWARF
 //! line or -1 when unknown, its bytecode index -1. Its descriptor is the placeholder `()V`:
 //! parameters and return type are not known (C++ names carry their parameters in the name),
@@ -27,7 +33,8 @@ use crate::jfr::cursor::JString;
 use crate::jfr::encode::encode_instance;
 use crate::jfr::metadata::{Element, Metadata};
 use crate::jfr::{Chunk, ReadError, Value};
-use crate::profile::{ChunkProfile, View};
+use crate::profile::{ChunkProfile, Segment, View};
+use crate::report::aggregate::NATIVE_GAP;
 use crate::resolve::{Frame, Symbolizer};
 
 /// Name of the event type added to say how the file was made.
@@ -59,6 +66,10 @@ impl std::ops::AddAssign for ChunkStats {
 /// how many of them are named.
 type NewStack = (u64, u64, u64);
 
+/// What a symbolized stack is made of: the native frames, the native frames between Java
+/// frames, and the input's Java stack (its pool key).
+type StackKey = (Arc<[u64]>, Arc<[Segment]>, u64);
+
 /// The output metadata for an input chunk's metadata.
 pub struct OutputMetadata {
     metadata: Metadata,
@@ -66,7 +77,8 @@ pub struct OutputMetadata {
 }
 
 impl OutputMetadata {
-    /// `input` without `jdk.CPUTimeSample.nativeStackTrace` and with the symbolization event.
+    /// `input` without `jdk.CPUTimeSample.nativeStackTrace` and `nativeSegments`, and with the
+    /// symbolization event.
     pub fn new(input: &Metadata) -> Result<OutputMetadata, String> {
         let mut root = input.root.clone();
         let symbolization_id = input.max_class_id() + 1;
@@ -75,8 +87,13 @@ impl OutputMetadata {
         if let Some(md) = root.children.iter_mut().find(|e| e.name == "metadata") {
             for class in md.children.iter_mut() {
                 if class.name == "class" && class.attr("name") == Some("jdk.CPUTimeSample") {
+                    // Both native fields: their frames are in `stackTrace` now.
                     class.children.retain(|f| {
-                        !(f.name == "field" && f.attr("name") == Some("nativeStackTrace"))
+                        !(f.name == "field"
+                            && matches!(
+                                f.attr("name"),
+                                Some("nativeStackTrace" | "nativeSegments")
+                            ))
                     });
                 }
             }
@@ -466,7 +483,7 @@ pub fn rewrite_chunk(
     let sample_class = chunk.metadata.class_by_name("jdk.CPUTimeSample");
     let out_sample_class = md.class_by_name("jdk.CPUTimeSample");
     let mut stats = ChunkStats::default();
-    let mut stacks: FxHashMap<(Arc<[u64]>, u64), NewStack> = FxHashMap::default();
+    let mut stacks: FxHashMap<StackKey, NewStack> = FxHashMap::default();
     let samples: FxHashMap<usize, usize> = profile
         .samples
         .iter()
@@ -516,28 +533,28 @@ pub fn rewrite_chunk(
                     in_class.field_index("stackTrace"),
                 ) {
                     let sample = &profile.samples[i];
-                    if !sample.native.is_empty() {
+                    if !sample.native.is_empty() || !sample.segments.is_empty() {
                         let java_key = match fields.get(trace) {
                             Some(Value::Ref { key, .. }) => *key,
                             _ => 0,
                         };
-                        let (key, frames, named) =
-                            match stacks.get(&(sample.native.clone(), java_key)) {
-                                Some(&k) => k,
-                                None => {
-                                    let k = native_stack(
-                                        chunk,
-                                        profile,
-                                        symbolizer,
-                                        &mut constants,
-                                        &native_type,
-                                        sample,
-                                        fields.get(trace),
-                                    );
-                                    stacks.insert((sample.native.clone(), java_key), k);
-                                    k
-                                }
-                            };
+                        let stack_key = (sample.native.clone(), sample.segments.clone(), java_key);
+                        let (key, frames, named) = match stacks.get(&stack_key) {
+                            Some(&k) => k,
+                            None => {
+                                let k = native_stack(
+                                    chunk,
+                                    profile,
+                                    symbolizer,
+                                    &mut constants,
+                                    &native_type,
+                                    sample,
+                                    fields.get(trace),
+                                );
+                                stacks.insert(stack_key, k);
+                                k
+                            }
+                        };
                         stats.with_native += 1;
                         stats.native_frames += frames;
                         stats.named_frames += named;
@@ -632,17 +649,22 @@ fn native_stack(
 ) -> NewStack {
     let mut frames = Vec::new();
     let (mut native_frames, mut named) = (0, 0);
+    let mut push_native =
+        |frames: &mut Vec<Value>, constants: &mut NewConstants<'_, '_>, pc, leaf| {
+            let location = symbolizer.resolve(profile.library_of(pc), pc, leaf);
+            // Not `[unknown]`: JMC reads a class name starting with '[' as an array type.
+            let library = location
+                .library
+                .clone()
+                .unwrap_or_else(|| Arc::from(UNKNOWN_LIBRARY));
+            for f in location.frames.iter() {
+                frames.push(native_frame(constants, native_type, &library, f));
+                native_frames += 1;
+                named += u64::from(f.named);
+            }
+        };
     for (i, &pc) in sample.native.iter().enumerate() {
-        let location = symbolizer.resolve(profile.library_of(pc), pc, i == 0);
-        let library = location
-            .library
-            .clone()
-            .unwrap_or_else(|| Arc::from("[unknown]"));
-        for f in location.frames.iter() {
-            frames.push(native_frame(constants, native_type, &library, f));
-            native_frames += 1;
-            named += u64::from(f.named);
-        }
+        push_native(&mut frames, constants, pc, i == 0);
     }
     let mut java_truncated = false;
     if let Some(trace) = java_trace {
@@ -654,7 +676,20 @@ fn native_stack(
                 if let Some(Value::Array(java)) =
                     class.field_index("frames").and_then(|i| fields.get(i))
                 {
-                    frames.extend(java.iter().cloned());
+                    // The native code that called a Java frame back (an upcall) goes between
+                    // that frame and the one above it.
+                    let mut segments = sample.segments.iter().peekable();
+                    for (index, frame) in java.iter().enumerate() {
+                        while let Some(segment) = segments.next_if(|s| s.java_index == index) {
+                            for &pc in segment.pcs.iter() {
+                                push_native(&mut frames, constants, pc, false);
+                            }
+                            if segment.truncated {
+                                frames.push(gap_frame(constants, native_type));
+                            }
+                        }
+                        frames.push(frame.clone());
+                    }
                 }
                 java_truncated = class
                     .field_index("truncated")
@@ -675,6 +710,25 @@ fn native_stack(
         ],
     );
     (key, native_frames, named)
+}
+
+/// The class of native frames outside every known library.
+const UNKNOWN_LIBRARY: &str = "unknown";
+
+/// The frame that stands for native frames between two Java frames that the recorder could not
+/// walk (a segment marked truncated).
+fn gap_frame(constants: &mut NewConstants<'_, '_>, native_type: &Value) -> Value {
+    let method = constants.method(&Arc::from(UNKNOWN_LIBRARY), &Arc::from(NATIVE_GAP));
+    let fields = [
+        ("method", method),
+        ("lineNumber", Value::Int(-1)),
+        ("bytecodeIndex", Value::Int(-1)),
+        ("type", native_type.clone()),
+    ];
+    match constants.md.class_by_name("jdk.types.StackFrame") {
+        Some(class) => struct_of(class, &fields),
+        None => Value::Struct(Vec::new()),
+    }
 }
 
 fn native_frame(

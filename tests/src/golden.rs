@@ -131,6 +131,7 @@ impl Fixture {
             sampling_period_ticks: period_ticks,
             biased: false,
             native_stack_trace: native_id,
+            native_segments: &[],
         });
         self.count(EventType::CpuTimeSample);
         let frames: Vec<String> = java

@@ -301,6 +301,7 @@ fn dwarf_recording() -> (PathBuf, u64, u64) {
             sampling_period_ticks: period_ticks,
             biased: false,
             native_stack_trace: native,
+            native_segments: &[],
         });
     }
     let bytes = rec.finish(1_000).unwrap();

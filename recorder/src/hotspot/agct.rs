@@ -42,6 +42,17 @@ pub const NOT_AVAILABLE: i32 = -100;
 /// stack that is not the thread's own (an alternate signal stack, a fiber).
 pub const NOT_ON_THREAD_STACK: i32 = -101;
 
+/// The code of a sample whose Java stack AsyncGetCallTrace was not asked for: the VM walk was
+/// whole (`jstack=vm`; it is asked for one such sample in
+/// [`crate::hotspot::sample::AGREEMENT_PERIOD`]).
+pub const NOT_CALLED: i32 = -102;
+
+/// Whether `code` says AsyncGetCallTrace gave no frames when it was asked (an error it
+/// returned, or [`NOT_AVAILABLE`]); not the codes of samples it was not asked for.
+pub fn failed(code: i32) -> bool {
+    code < 0 && code != NOT_ON_THREAD_STACK && code != NOT_CALLED
+}
+
 /// Walks the Java stack of the interrupted thread into `frames`; returns the frame count, or
 /// AsyncGetCallTrace's negative error code.
 ///

@@ -32,6 +32,9 @@ pub enum BlobKind {
     NativeNmethod,
     /// The template interpreter.
     Interpreter,
+    /// An FFM upcall stub (`upcall_stub`; `UpcallStub` in some builds): native code calling a
+    /// Java method through `java.lang.foreign`.
+    Upcall,
     /// Anything else: stubs, adapters, buffers.
     Stub,
 }
@@ -64,6 +67,8 @@ pub fn kind_of_name(first: u64, second: Option<u64>) -> BlobKind {
     const NMETHOD: &[u8; 8] = b"nmethod\0";
     const NATIVE: &[u8; 16] = b"native nmethod\0\0";
     const INTERPRETER: &[u8; 12] = b"Interpreter\0";
+    const UPCALL: &[u8; 11] = b"upcall_stub";
+    const UPCALL_CAMEL: &[u8; 11] = b"UpcallStub\0";
     let bytes = |w: u64| w.to_le_bytes();
     if bytes(first) == *NMETHOD {
         return BlobKind::Nmethod;
@@ -81,6 +86,8 @@ pub fn kind_of_name(first: u64, second: Option<u64>) -> BlobKind {
         BlobKind::NativeNmethod
     } else if both.get(..12) == Some(&INTERPRETER[..]) {
         BlobKind::Interpreter
+    } else if both.get(..11) == Some(&UPCALL[..]) || both.get(..11) == Some(&UPCALL_CAMEL[..]) {
+        BlobKind::Upcall
     } else {
         BlobKind::Stub
     }
@@ -194,6 +201,9 @@ mod tests {
         assert_eq!(kind(b"native nmethod\0"), BlobKind::NativeNmethod);
         assert_eq!(kind(b"Interpreter\0"), BlobKind::Interpreter);
         assert_eq!(kind(b"nmethods\0"), BlobKind::Stub);
+        assert_eq!(kind(b"upcall_stub\0"), BlobKind::Upcall);
+        assert_eq!(kind(b"upcall_stub_(I)V"), BlobKind::Upcall);
+        assert_eq!(kind(b"UpcallStub\0"), BlobKind::Upcall);
         assert_eq!(kind(b"StubRoutines (1)"), BlobKind::Stub);
         assert_eq!(kind(b"vtable chunks\0"), BlobKind::Stub);
         assert_eq!(kind_of_name(0, None), BlobKind::Stub);

@@ -8,8 +8,11 @@
 //!   the sender at sp + frame size (return address and saved rbp just below it);
 //! - the interpreter: the method and bytecode pointer in the frame (rbp-relative slots of the
 //!   x86-64 template interpreter), the sender from rbp;
-//! - a frame returning into the VM's call stub (an entry frame): the Java frames below it
-//!   continue at the anchor its `JavaCallWrapper` saved, or the stack ends there.
+//! - a frame returning into the VM's call stub (an entry frame) or into an FFM upcall stub:
+//!   native code called Java there. The native frames between are unwound from call-frame
+//!   information and written in their place (`kind::NATIVE_PC`), and the Java frames below
+//!   continue at the frame anchor the boundary saved ([`super::boundaries`]), or the stack
+//!   ends there.
 //!
 //! The top frame is not always complete: in a prologue or an epilogue, or in a frameless stub,
 //! the return address is at sp, sp+8 or below the full frame. Each candidate is checked (the
@@ -29,7 +32,7 @@ use super::codeblob::{Blob, BlobKind};
 use super::layout::JavaLayout;
 use super::mem::read_ptr;
 use super::scopes::{Scope, MAX_SCOPES};
-use crate::unwind::{Memory, Regs};
+use crate::unwind::{Memory, NativeFrames, Regs};
 
 /// Frame kinds, as `jdk.types.FrameType` keys (see `jfr_writer::FrameType`).
 pub mod kind {
@@ -43,6 +46,13 @@ pub mod kind {
     pub const NATIVE: u8 = 3;
     /// Not known.
     pub const UNKNOWN: u8 = 6;
+    /// Not a Java frame: a native frame between two Java frames (a JNI or FFM upcall's native
+    /// caller), its pc in the frame's `method_id`. The walk writes them in stack order, so a run
+    /// of them sits before the Java frame that called into it.
+    pub const NATIVE_PC: u8 = 0x10;
+    /// Not a Java frame: the native frames between two Java frames could not all be walked
+    /// (after the `NATIVE_PC` frames of the run that precedes it, if any).
+    pub const NATIVE_GAP: u8 = 0x11;
 }
 
 /// The bytecode index AsyncGetCallTrace gives native methods.
@@ -51,8 +61,6 @@ pub const NATIVE_BCI: i32 = -3;
 const INTERPRETER_SENDER_SP: u64 = 8;
 const INTERPRETER_METHOD: u64 = 3 * 8;
 const INTERPRETER_BCP: u64 = 8 * 8;
-/// `frame::entry_frame_call_wrapper_offset` (-6 words from rbp), on Linux x86-64.
-const ENTRY_FRAME_CALL_WRAPPER: u64 = 6 * 8;
 /// Bound on physical frames (each also bounded by the output size).
 const MAX_PHYSICAL_FRAMES: usize = 4096;
 
@@ -93,15 +101,29 @@ pub struct JavaWalk {
 /// A physical frame: where it is and whether it is the interrupted one (its pc may be at
 /// any instruction, not a call site).
 #[derive(Debug, Clone, Copy)]
-struct At {
-    pc: u64,
-    sp: u64,
-    fp: u64,
+pub(super) struct At {
+    pub pc: u64,
+    pub sp: u64,
+    pub fp: u64,
     /// The interrupted frame: it may be in its prologue or epilogue.
-    top: bool,
+    pub top: bool,
     /// The pc is a call site with debug information (else the nearest following PcDesc is
     /// taken, as for an interrupted pc or the return address of a leaf call).
-    exact: bool,
+    pub exact: bool,
+}
+
+impl At {
+    /// A frame whose pc is a return address that may lack debug information (reached by the
+    /// native walk, or recorded by a frame anchor).
+    pub fn returned_to(r: Regs) -> At {
+        At {
+            pc: r.pc,
+            sp: r.sp,
+            fp: r.fp,
+            top: false,
+            exact: false,
+        }
+    }
 }
 
 /// How a candidate sender was found, for its rbp.
@@ -115,13 +137,13 @@ enum Saved {
     InRegister,
 }
 
-struct Out<'a> {
+pub(super) struct Out<'a> {
     frames: &'a mut [JavaFrame],
     count: usize,
 }
 
 impl Out<'_> {
-    fn push(&mut self, frame: JavaFrame) -> bool {
+    pub fn push(&mut self, frame: JavaFrame) -> bool {
         match self.frames.get_mut(self.count) {
             Some(slot) => {
                 *slot = frame;
@@ -131,22 +153,58 @@ impl Out<'_> {
             None => false,
         }
     }
+
+    /// A native frame between Java frames ([`kind::NATIVE_PC`]).
+    pub fn push_native(&mut self, pc: u64) -> bool {
+        self.push(JavaFrame {
+            method_id: pc,
+            bci: -1,
+            kind: kind::NATIVE_PC,
+        })
+    }
+
+    /// Native frames missing here ([`kind::NATIVE_GAP`]).
+    pub fn push_gap(&mut self) -> bool {
+        self.push(JavaFrame {
+            method_id: 0,
+            bci: -1,
+            kind: kind::NATIVE_GAP,
+        })
+    }
+}
+
+/// One walk's context: the layout, the sampled thread, its stack and the native walk.
+pub(super) struct Walker<'a, M: Memory, N: NativeFrames, C: Fn(u64) -> bool> {
+    pub layout: &'a JavaLayout,
+    /// The sampled `JavaThread*`: every boundary frame must name it.
+    pub thread: u64,
+    pub stack: &'a M,
+    pub native: &'a N,
+    pub in_code_cache: &'a C,
 }
 
 impl JavaLayout {
     /// Walks the Java frames of the interrupted thread (`JavaThread*` `thread`) into `frames`.
     /// `in_code_cache` tells JVM-generated code from native code; `stack` reads the thread's
-    /// stack above the interrupted sp.
+    /// stack above the interrupted sp; `native` walks the native frames between Java frames.
     pub fn walk_java(
         &self,
         thread: u64,
         interrupted: Interrupted,
         in_code_cache: impl Fn(u64) -> bool,
         stack: &impl Memory,
+        native: &impl NativeFrames,
         frames: &mut [JavaFrame],
     ) -> JavaWalk {
+        let walker = Walker {
+            layout: self,
+            thread,
+            stack,
+            native,
+            in_code_cache: &in_code_cache,
+        };
         let mut out = Out { frames, count: 0 };
-        let mut complete = self.walk_into(thread, interrupted, &in_code_cache, stack, &mut out);
+        let mut complete = walker.walk_into(interrupted, &mut out);
         if out.count == 0 && complete != Some(true) {
             // Nothing from the interrupted frame (a stub or blob that cannot be stepped
             // through, such as the uncommon-trap or deoptimization blob): from the thread's
@@ -160,7 +218,7 @@ impl JavaLayout {
                 java_entry: None,
                 ..interrupted
             };
-            complete = self.walk_into(thread, from_anchor, &in_code_cache, stack, &mut out);
+            complete = walker.walk_into(from_anchor, &mut out);
             if out.count == 0 {
                 // No last Java frame either: the interrupted frame's stack stays unknown (it
                 // is not "no Java frames": the thread was in JVM-generated code).
@@ -172,62 +230,72 @@ impl JavaLayout {
             complete: complete == Some(true),
         }
     }
+}
 
+impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     /// `Some(true)` at the end of the Java stack, `Some(false)`/`None` when cut short.
-    fn walk_into(
-        &self,
-        thread: u64,
-        interrupted: Interrupted,
-        in_code_cache: &impl Fn(u64) -> bool,
-        stack: &impl Memory,
-        out: &mut Out<'_>,
-    ) -> Option<bool> {
+    fn walk_into(&self, interrupted: Interrupted, out: &mut Out<'_>) -> Option<bool> {
         let regs = interrupted.regs;
         // The interpreter's registers describe the top frame only.
         let mut registers = Some((interrupted.bcp_register, interrupted.method_register));
-        let mut at = if in_code_cache(regs.pc) {
-            At {
-                pc: regs.pc,
-                sp: regs.sp,
-                fp: regs.fp,
-                top: true,
-                exact: false,
+        let mut at = if (self.in_code_cache)(regs.pc) {
+            match self.top_boundary(regs, out) {
+                // An ordinary frame of JVM-generated code.
+                None => At {
+                    pc: regs.pc,
+                    sp: regs.sp,
+                    fp: regs.fp,
+                    top: true,
+                    exact: false,
+                },
+                // A stub between native code and Java: crossed.
+                Some(crossed) => {
+                    registers = None;
+                    match crossed.next()? {
+                        Ok(next) => next,
+                        Err(end) => return Some(end),
+                    }
+                }
             }
-        } else if let Some(entry) = interrupted.java_entry.filter(|e| in_code_cache(e.pc)) {
-            // A leaf call from Java code: the frame is complete, but its pc is not always a
-            // call site with debug information (leaf calls have none).
+        } else if let Some(entry) = interrupted
+            .java_entry
+            .filter(|e| (self.in_code_cache)(e.pc))
+        {
             registers = None;
-            At {
-                pc: entry.pc,
-                sp: entry.sp,
-                fp: entry.fp,
-                top: false,
-                exact: false,
+            match self.top_boundary(entry, out) {
+                // A leaf call from Java code: the frame is complete, but its pc is not always
+                // a call site with debug information (leaf calls have none).
+                None => At::returned_to(entry),
+                // The native code was called by an upcall stub (`UpcallLinker::on_entry`):
+                // its caller's native frames come next.
+                Some(crossed) => match crossed.next()? {
+                    Ok(next) => next,
+                    Err(end) => return Some(end),
+                },
             }
         } else {
             registers = None;
-            match self.anchor_frame(thread.checked_add(self.thread_anchor)?, stack)? {
+            match self.thread_anchor()? {
                 Some(at) => at,
                 None => return Some(true), // no Java frame at all
             }
         };
         for _ in 0..MAX_PHYSICAL_FRAMES {
-            if at.pc == self.call_stub_return {
-                let wrapper = stack.read_u64(at.fp.checked_sub(ENTRY_FRAME_CALL_WRAPPER)?)?;
-                match self.anchor_frame(wrapper.checked_add(self.wrapper_anchor)?, stack)? {
-                    Some(next) if next.sp > at.sp => at = next,
-                    Some(_) => return None,
-                    None => return Some(true),
+            if at.pc == self.layout.call_stub_return {
+                match self.cross_entry(at, out).next()? {
+                    Ok(next) if next.sp > at.sp => at = next,
+                    Ok(_) => return None,
+                    Err(end) => return Some(end),
                 }
                 continue;
             }
-            let blob = self.find_blob(at.pc)?;
+            let blob = self.layout.find_blob(at.pc)?;
             if blob.kind != BlobKind::Interpreter {
                 registers = None;
             }
             let next = match blob.kind {
                 BlobKind::Nmethod | BlobKind::NativeNmethod => {
-                    let next = self.compiled_sender(&blob, at, stack);
+                    let next = self.compiled_sender(&blob, at);
                     let built = blob.frame_complete_at(at.pc);
                     if next.is_none() && !(at.top && built && blob.kind == BlobKind::Nmethod) {
                         return None;
@@ -243,14 +311,18 @@ impl JavaLayout {
                     next?
                 }
                 BlobKind::Interpreter => {
-                    let next = self.interpreted_sender(at, stack)?;
-                    let frame = self.interpreted_frame(at, registers.take(), stack)?;
+                    let next = self.interpreted_sender(at)?;
+                    let frame = self.interpreted_frame(at, registers.take())?;
                     if !out.push(frame) {
                         return Some(false);
                     }
                     next
                 }
-                BlobKind::Stub => self.stub_sender(&blob, at, stack)?,
+                BlobKind::Stub => self.stub_sender(&blob, at)?,
+                BlobKind::Upcall => match self.cross_upcall(&blob, at, out).next()? {
+                    Ok(next) => next,
+                    Err(end) => return Some(end),
+                },
             };
             if next.sp <= at.sp {
                 return None;
@@ -260,17 +332,22 @@ impl JavaLayout {
         None
     }
 
+    /// The last Java frame the thread's own anchor records; `Some(None)` if it records none.
+    pub(super) fn thread_anchor(&self) -> Option<Option<At>> {
+        self.anchor_frame(self.thread.checked_add(self.layout.thread_anchor)?)
+    }
+
     /// The last Java frame an anchor records; `Some(None)` if it records none.
-    fn anchor_frame(&self, anchor: u64, stack: &impl Memory) -> Option<Option<At>> {
-        let sp = read_ptr(anchor.checked_add(self.anchor_sp)?)?;
+    pub(super) fn anchor_frame(&self, anchor: u64) -> Option<Option<At>> {
+        let sp = read_ptr(anchor.checked_add(self.layout.anchor_sp)?)?;
         if sp == 0 {
             return Some(None);
         }
-        let pc = match read_ptr(anchor.checked_add(self.anchor_pc)?)? {
-            0 => stack.read_u64(sp.checked_sub(8)?)?,
+        let pc = match read_ptr(anchor.checked_add(self.layout.anchor_pc)?)? {
+            0 => self.stack.read_u64(sp.checked_sub(8)?)?,
             pc => pc,
         };
-        let fp = read_ptr(anchor.checked_add(self.anchor_fp)?)?;
+        let fp = read_ptr(anchor.checked_add(self.layout.anchor_fp)?)?;
         Some(Some(At {
             pc,
             sp,
@@ -282,21 +359,23 @@ impl JavaLayout {
 
     /// The frames of a compiled frame; false when the output is full.
     fn emit_compiled(&self, blob: &Blob, at: At, out: &mut Out<'_>) -> Option<bool> {
-        let method = read_ptr(blob.at.checked_add(self.nm_method)?)?;
+        let method = read_ptr(blob.at.checked_add(self.layout.nm_method)?)?;
         if blob.kind == BlobKind::NativeNmethod {
             return Some(out.push(JavaFrame {
-                method_id: self.jmethod_id(method)?,
+                method_id: self.layout.jmethod_id(method)?,
                 bci: NATIVE_BCI,
                 kind: kind::NATIVE,
             }));
         }
         let mut scopes = [Scope::default(); MAX_SCOPES];
-        let count = self.scopes_at(blob, method, at.pc, !at.exact, &mut scopes)?;
+        let count = self
+            .layout
+            .scopes_at(blob, method, at.pc, !at.exact, &mut scopes)?;
         let mut ids = [0u64; MAX_SCOPES];
         // Every method first: a scope without a jmethodID stops the walk before any of this
         // frame's scopes is written.
         for (id, scope) in ids.iter_mut().zip(scopes.iter()).take(count) {
-            *id = self.jmethod_id(scope.method)?;
+            *id = self.layout.jmethod_id(scope.method)?;
         }
         let last = count.checked_sub(1)?;
         for (i, (id, scope)) in ids.iter().zip(scopes.iter()).take(count).enumerate() {
@@ -320,25 +399,20 @@ impl JavaLayout {
     /// frame: its live bytecode pointer is in r13 (the slot is saved at calls only), and while
     /// the interpreter builds the frame of a method it enters, the method is in rbx and its
     /// slot not written yet: rbx is taken only if r13 points into its bytecodes.
-    fn interpreted_frame(
-        &self,
-        at: At,
-        registers: Option<(u64, u64)>,
-        stack: &impl Memory,
-    ) -> Option<JavaFrame> {
+    fn interpreted_frame(&self, at: At, registers: Option<(u64, u64)>) -> Option<JavaFrame> {
         let slot_method = at
             .fp
             .checked_sub(INTERPRETER_METHOD)
-            .and_then(|a| stack.read_u64(a))
-            .filter(|&m| self.jmethod_id(m).is_some());
+            .and_then(|a| self.stack.read_u64(a))
+            .filter(|&m| self.layout.jmethod_id(m).is_some());
         let (method, live_bci) = match (slot_method, registers) {
-            (Some(m), Some((bcp, _))) => (m, self.bci_of(m, bcp)),
+            (Some(m), Some((bcp, _))) => (m, self.layout.bci_of(m, bcp)),
             (Some(m), None) => (m, None),
-            (None, Some((bcp, rbx))) => (rbx, Some(self.bci_of(rbx, bcp)?)),
+            (None, Some((bcp, rbx))) => (rbx, Some(self.layout.bci_of(rbx, bcp)?)),
             (None, None) => return None,
         };
-        let method_id = self.jmethod_id(method)?;
-        if self.is_native(method)? {
+        let method_id = self.layout.jmethod_id(method)?;
+        if self.layout.is_native(method)? {
             return Some(JavaFrame {
                 method_id,
                 bci: NATIVE_BCI,
@@ -348,8 +422,8 @@ impl JavaLayout {
         let bci = match live_bci {
             Some(bci) => bci,
             None => {
-                let slot = stack.read_u64(at.fp.checked_sub(INTERPRETER_BCP)?)?;
-                self.bci_of(method, slot)?
+                let slot = self.stack.read_u64(at.fp.checked_sub(INTERPRETER_BCP)?)?;
+                self.layout.bci_of(method, slot)?
             }
         };
         Some(JavaFrame {
@@ -359,10 +433,12 @@ impl JavaLayout {
         })
     }
 
-    fn interpreted_sender(&self, at: At, stack: &impl Memory) -> Option<At> {
-        let pc = stack.read_u64(at.fp.checked_add(8)?)?;
-        let sp = stack.read_u64(at.fp.checked_sub(INTERPRETER_SENDER_SP)?)?;
-        let fp = stack.read_u64(at.fp)?;
+    fn interpreted_sender(&self, at: At) -> Option<At> {
+        let pc = self.stack.read_u64(at.fp.checked_add(8)?)?;
+        let sp = self
+            .stack
+            .read_u64(at.fp.checked_sub(INTERPRETER_SENDER_SP)?)?;
+        let fp = self.stack.read_u64(at.fp)?;
         (at.fp > at.sp && sp > at.fp).then_some(At {
             pc,
             sp,
@@ -372,45 +448,45 @@ impl JavaLayout {
         })
     }
 
-    fn compiled_sender(&self, blob: &Blob, at: At, stack: &impl Memory) -> Option<At> {
+    fn compiled_sender(&self, blob: &Blob, at: At) -> Option<At> {
         let full = (blob.frame_bytes >= 16)
             .then(|| at.sp.checked_add(blob.frame_bytes))
             .flatten();
         if !at.top {
-            return self.sender(at, full?, Saved::BelowReturn, stack);
+            return self.sender(at, full?, Saved::BelowReturn);
         }
         let complete = blob.frame_complete_at(at.pc);
-        self.pick_sender(at, full, complete, false, stack)
+        self.pick_sender(at, full, complete, false)
     }
 
-    fn stub_sender(&self, blob: &Blob, at: At, stack: &impl Memory) -> Option<At> {
+    fn stub_sender(&self, blob: &Blob, at: At) -> Option<At> {
         let full = (blob.frame_bytes >= 16)
             .then(|| at.sp.checked_add(blob.frame_bytes))
             .flatten();
         if at.top {
             let complete = blob.frame_complete_at(at.pc);
-            if let Some(next) = self.pick_sender(at, full, complete, true, stack) {
+            if let Some(next) = self.pick_sender(at, full, complete, true) {
                 return Some(next);
             }
         } else if let Some(full) = full {
             // A runtime stub with a frame (the anchor of a call into the VM).
-            return self.sender(at, full, Saved::BelowReturn, stack);
+            return self.sender(at, full, Saved::BelowReturn);
         }
-        self.rbp_sender(at, stack)
+        self.rbp_sender(at)
     }
 
     /// The sender of a stub without a frame size that made an rbp frame (`enter()`), after
     /// which some (the nmethod entry barrier) leave one more word: the return address is at
     /// rbp+8 or rbp+16, and exactly one must be a call site.
-    fn rbp_sender(&self, at: At, stack: &impl Memory) -> Option<At> {
+    fn rbp_sender(&self, at: At) -> Option<At> {
         if at.fp <= at.sp || at.fp % 8 != 0 {
             return None;
         }
-        let saved_rbp = stack.read_u64(at.fp)?;
+        let saved_rbp = self.stack.read_u64(at.fp)?;
         let mut found = None;
         for above in [16u64, 24] {
             let sender_sp = at.fp.checked_add(above)?;
-            let Some(pc) = stack.read_u64(sender_sp.checked_sub(8)?) else {
+            let Some(pc) = self.stack.read_u64(sender_sp.checked_sub(8)?) else {
                 continue;
             };
             let next = At {
@@ -420,7 +496,7 @@ impl JavaLayout {
                 top: false,
                 exact: true,
             };
-            if let Some(next) = self.call_site(next, stack, true) {
+            if let Some(next) = self.call_site(next, true) {
                 if found.is_some() {
                     return None; // ambiguous
                 }
@@ -436,17 +512,10 @@ impl JavaLayout {
     /// Exactly one candidate must be a real call site.
     /// `leaf`: the frame is a stub's; stubs are often called as leaf calls, whose return
     /// addresses have no debug information (nmethods are called with it).
-    fn pick_sender(
-        &self,
-        at: At,
-        full: Option<u64>,
-        complete: bool,
-        leaf: bool,
-        stack: &impl Memory,
-    ) -> Option<At> {
+    fn pick_sender(&self, at: At, full: Option<u64>, complete: bool, leaf: bool) -> Option<At> {
         if complete {
-            if let Some(next) = full.and_then(|f| self.sender(at, f, Saved::BelowReturn, stack)) {
-                if let Some(next) = self.call_site(next, stack, leaf) {
+            if let Some(next) = full.and_then(|f| self.sender(at, f, Saved::BelowReturn)) {
+                if let Some(next) = self.call_site(next, leaf) {
                     return Some(next);
                 }
             }
@@ -469,10 +538,10 @@ impl JavaLayout {
             if let Some(t) = tried.get_mut(i) {
                 *t = sender_sp;
             }
-            let Some(next) = self.sender(at, sender_sp, saved, stack) else {
+            let Some(next) = self.sender(at, sender_sp, saved) else {
                 continue;
             };
-            if let Some(next) = self.call_site(next, stack, leaf) {
+            if let Some(next) = self.call_site(next, leaf) {
                 if found.is_some() {
                     return None; // ambiguous
                 }
@@ -482,14 +551,14 @@ impl JavaLayout {
         found
     }
 
-    fn sender(&self, at: At, sender_sp: u64, saved: Saved, stack: &impl Memory) -> Option<At> {
+    fn sender(&self, at: At, sender_sp: u64, saved: Saved) -> Option<At> {
         if sender_sp <= at.sp {
             return None;
         }
-        let pc = stack.read_u64(sender_sp.checked_sub(8)?)?;
+        let pc = self.stack.read_u64(sender_sp.checked_sub(8)?)?;
         let fp = match saved {
-            Saved::BelowReturn => stack.read_u64(sender_sp.checked_sub(16)?)?,
-            Saved::AtSp => stack.read_u64(at.sp)?,
+            Saved::BelowReturn => self.stack.read_u64(sender_sp.checked_sub(16)?)?,
+            Saved::AtSp => self.stack.read_u64(at.sp)?,
             Saved::InRegister => at.fp,
         };
         Some(At {
@@ -505,16 +574,17 @@ impl JavaLayout {
     /// nmethod (it has a PcDesc there), or the interpreter with a valid frame at `next.fp`.
     /// With `leaf`, also the return address of a leaf call into a stub (no PcDesc): then the
     /// nmethod's own sender must be a call site, and `next` is read as inexact.
-    fn call_site(&self, next: At, stack: &impl Memory, leaf: bool) -> Option<At> {
-        if next.pc == self.call_stub_return {
+    fn call_site(&self, next: At, leaf: bool) -> Option<At> {
+        if next.pc == self.layout.call_stub_return {
             return Some(next);
         }
-        let blob = self.find_blob(next.pc)?;
+        let blob = self.layout.find_blob(next.pc)?;
         match blob.kind {
             BlobKind::Nmethod => {
-                let method = read_ptr(blob.at.checked_add(self.nm_method)?)?;
+                let method = read_ptr(blob.at.checked_add(self.layout.nm_method)?)?;
                 let mut scopes = [Scope::default(); MAX_SCOPES];
                 if self
+                    .layout
                     .scopes_at(&blob, method, next.pc, false, &mut scopes)
                     .is_some()
                 {
@@ -523,23 +593,26 @@ impl JavaLayout {
                 if !leaf || blob.frame_bytes < 16 {
                     return None;
                 }
-                self.scopes_at(&blob, method, next.pc, true, &mut scopes)?;
+                self.layout
+                    .scopes_at(&blob, method, next.pc, true, &mut scopes)?;
                 let beyond = self.sender(
                     next,
                     next.sp.checked_add(blob.frame_bytes)?,
                     Saved::BelowReturn,
-                    stack,
                 )?;
-                self.call_site(beyond, stack, false)?;
+                self.call_site(beyond, false)?;
                 Some(At {
                     exact: false,
                     ..next
                 })
             }
             BlobKind::Interpreter => {
-                let method = stack.read_u64(next.fp.checked_sub(INTERPRETER_METHOD)?)?;
-                self.jmethod_id(method).map(|_| next)
+                let method = self
+                    .stack
+                    .read_u64(next.fp.checked_sub(INTERPRETER_METHOD)?)?;
+                self.layout.jmethod_id(method).map(|_| next)
             }
+            BlobKind::Upcall => self.upcall_data(&blob, next.sp).map(|_| next),
             BlobKind::NativeNmethod | BlobKind::Stub => None,
         }
     }

@@ -48,6 +48,21 @@ pub enum DebugInfo {
     },
 }
 
+/// Where an FFM upcall stub keeps the frame anchor of the Java code that called the native code
+/// it serves (`UpcallStub::FrameData`, at `_frame_data_offset` from the stub frame's sp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpcallLayout {
+    /// `UpcallStub::_frame_data_offset` in the blob (a 4-byte `ByteSize`): described by JDK
+    /// 25; for JDK 21 to 24 the field after `_exception_handler_offset` and `_receiver`,
+    /// `sizeof(RuntimeBlob) + 16`. Either way every read is checked: the frame data must name
+    /// the sampled thread.
+    pub frame_data_offset: Field,
+    /// `UpcallStub::FrameData::jfa`.
+    pub jfa: u64,
+    /// `FrameData::thread`: right after the anchor.
+    pub thread: u64,
+}
+
 /// The layout the Java-frame walk reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JavaLayout {
@@ -123,6 +138,8 @@ pub struct JavaLayout {
     /// Whether the debug information uses the UNSIGNED5 encoding (JDK 21+) rather than the
     /// older one (no excluded zero byte).
     pub unsigned5: bool,
+    /// FFM upcall stubs (JDK 21+), if this JVM has them.
+    pub upcall: Option<UpcallLayout>,
 }
 
 /// The field, or the error naming it.
@@ -221,6 +238,29 @@ impl JavaLayout {
                 .filter(|&a| a != 0)
                 .ok_or("StubRoutines::_call_stub_return_address")?,
             unsigned5: java_major >= 21,
+            upcall: upcall_layout(v, java_major),
         })
     }
+}
+
+/// Where upcall stubs keep their frame data (JDK 21+; JDK 17's incubator stubs are not
+/// walked).
+fn upcall_layout(v: &VmStructs, java_major: u32) -> Option<UpcallLayout> {
+    if java_major < 21 {
+        return None;
+    }
+    let anchor_size = v.type_size("JavaFrameAnchor")?;
+    let frame_data_offset = match field(v, "UpcallStub", "_frame_data_offset") {
+        Ok(f) => f,
+        Err(_) => Field {
+            offset: v.type_size("RuntimeBlob")?.checked_add(16)?,
+            width: 4,
+        },
+    };
+    let jfa = v.offset("UpcallStub::FrameData", "jfa").unwrap_or(0);
+    Some(UpcallLayout {
+        frame_data_offset,
+        jfa,
+        thread: jfa.checked_add(anchor_size)?,
+    })
 }

@@ -12,14 +12,18 @@
 //! wing's rules ([`crate::sampling`]): no allocation, no locks, no panics.
 
 pub mod agct;
+pub mod boundaries;
 pub mod codeblob;
 pub mod codecache;
+pub mod flags;
 pub mod javawalk;
 pub mod layout;
 pub mod mem;
 pub mod method;
 pub mod sample;
 pub mod scopes;
+pub mod stubs;
+pub mod symtab;
 pub mod threads;
 pub mod vmstructs;
 pub mod vthread;

@@ -189,6 +189,12 @@ impl Jvmti {
         )
     }
 
+    /// Sends the events of `event` (`sys::JVMTI_EVENT_*`: compiled methods, generated code)
+    /// for what exists already.
+    pub fn generate_events(&self, event: u32) -> Result<(), JvmtiError> {
+        jvmti_call!(self, GenerateEvents, fn(u32), event)
+    }
+
     /// Enables an event (`sys::JVMTI_EVENT_*`) for all threads.
     pub fn enable_event(&self, event: u32) -> Result<(), JvmtiError> {
         jvmti_call!(

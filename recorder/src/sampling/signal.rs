@@ -26,7 +26,8 @@ use crate::sampling::source::{self, Weight};
 use crate::sampling::stack::StackBounds;
 use crate::sampling::stats::{self, STATS};
 use crate::sampling::ucontext;
-use crate::unwind::{self, Sample};
+use crate::unwind::codemap::{self, CodeMap};
+use crate::unwind::{self, CodeMapWalk, Sample, Stop};
 
 /// Handlers running now (between their first check and their last write).
 static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
@@ -127,16 +128,21 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
     };
     let scratch = scratch.get();
     let time_ns = os::monotonic_ns();
-    // 4. Native walk.
     // SAFETY: `uc` is the kernel's ucontext for this handler.
     let regs = unsafe { ucontext::regs(uc) };
     let bounds = slot.stack.bounds_from(regs.sp);
-    let native = native_walk(regs, bounds.as_ref(), &mut scratch.pcs, time_ns);
-    // 5. Java walk.
-    let java = java_walk(slot, bounds, &native, uc, scratch);
+    // One code map for both walks.
+    let (native, java) = codemap::with_current(|map| {
+        // 4. Native walk.
+        let native = native_walk(regs, map, bounds.as_ref(), &mut scratch.pcs, time_ns);
+        // 5. Java walk.
+        let java = java_walk(slot, map, bounds, &native, uc, scratch);
+        (native, java)
+    });
     // 6. Record.
     let sample = SampleOf {
         slot,
+        pc: regs.pc,
         time_ns,
         weight,
         native: &native,
@@ -148,6 +154,7 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
 /// The native step, timed; counts samples taken off the thread's own stack.
 fn native_walk(
     regs: unwind::Regs,
+    map: Option<&CodeMap>,
     bounds: Option<&StackBounds>,
     pcs: &mut [u64],
     start_ns: i64,
@@ -155,7 +162,7 @@ fn native_walk(
     if bounds.is_none() {
         stats::inc(&STATS.off_stack);
     }
-    let native = unwind::native_step(regs, bounds, pcs);
+    let native = unwind::native_step(regs, map, bounds, pcs);
     let walk_ns = os::monotonic_ns().saturating_sub(start_ns).max(0) as u64;
     if let Some(bucket) = STATS.walk_ns.get(stats::walk_time_bucket(walk_ns)) {
         stats::inc(bucket);
@@ -167,6 +174,7 @@ fn native_walk(
 /// two Java walks agree.
 fn java_walk(
     slot: &Slot,
+    map: Option<&CodeMap>,
     bounds: Option<StackBounds>,
     native: &Sample,
     uc: *mut c_void,
@@ -185,11 +193,16 @@ fn java_walk(
     // thread's stack, which stays mapped and unchanged while this handler runs above it.
     let at = unsafe { ucontext::interrupted(uc, native.java_entry) };
     let stack = bounds.map(|b| slot.stack.bounds_from(at.regs.sp).unwrap_or(b));
+    let between = CodeMapWalk {
+        mem: stack.as_ref(),
+        map,
+    };
     let thread = Thread {
         env: slot.env(),
         stack: stack.as_ref(),
         uc,
         at,
+        native: &between,
     };
     let out = java_step::Out {
         agct: &mut scratch.frames,
@@ -212,6 +225,8 @@ fn java_walk(
 /// What one sample found, for its record.
 struct SampleOf<'a> {
     slot: &'a Slot,
+    /// The interrupted pc.
+    pc: u64,
     time_ns: i64,
     weight: Weight,
     native: &'a Sample,
@@ -233,13 +248,20 @@ fn record(buffers: &buffers::Buffers, hint: usize, sample: &SampleOf<'_>, scratc
             scratch.kinds.get(..java.count).unwrap_or_default(),
         )
     };
+    // Interrupted in JVM-generated code that no walk could leave: its pc, alone, says where.
+    let (pcs, stop) = if native.count == 0 && java.count == 0 && native.stop == Stop::ReachedJava {
+        (std::slice::from_ref(&sample.pc), Stop::JvmCode)
+    } else {
+        let pcs = scratch.pcs.get(..native.count).unwrap_or_default();
+        (pcs, native.stop)
+    };
     let record = Record {
         time_ns: sample.time_ns,
         weight_ns: sample.weight.cpu_ns,
-        meta: pack_meta(java.agct_code, native.stop, native.count, flags),
+        meta: pack_meta(java.agct_code, stop, pcs.len(), flags),
         owner: pack_owner(slot.index(), EPOCH.load(Ordering::Relaxed)),
         vthread_id: java.vthread_id,
-        pcs: scratch.pcs.get(..native.count).unwrap_or_default(),
+        pcs,
         java: frames,
     };
     let len = record.words();
@@ -252,10 +274,10 @@ fn record(buffers: &buffers::Buffers, hint: usize, sample: &SampleOf<'_>, scratc
         return;
     }
     stats::inc(&STATS.samples);
-    if native.stop.truncated() {
+    if stop.truncated() {
         stats::inc(&STATS.native_truncated);
     }
-    if java.agct_code < 0 && java.agct_code != crate::hotspot::agct::NOT_ON_THREAD_STACK {
+    if crate::hotspot::agct::failed(java.agct_code) {
         stats::inc(stats::agct_error(java.agct_code));
     }
     if java.from_vm {

@@ -37,10 +37,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// pointers only (`cstack=fp`).
 pub static USE_CFI: AtomicBool = AtomicBool::new(true);
 
-/// The native step of a sample: the frames from `regs` through the current code map, reading
-/// `stack` (the thread's own stack from the interrupted sp). With no readable stack (the code
-/// runs on a fiber, an alternate signal stack, or a thread of unknown bounds) only the pc is
-/// kept, as [`Stop::OffStack`]. A pc in unknown code makes the watcher look for new libraries.
+/// The native step of a sample: the frames from `regs` through the code map `map` (the
+/// current one, see [`codemap::with_current`]), reading `stack` (the thread's own stack from
+/// the interrupted sp). With no readable stack (the code runs on a fiber, an alternate signal
+/// stack, or a thread of unknown bounds) only the pc is kept, as [`Stop::OffStack`]. A pc in
+/// unknown code makes the watcher look for new libraries.
 #[deny(
     clippy::indexing_slicing,
     clippy::unwrap_used,
@@ -48,7 +49,12 @@ pub static USE_CFI: AtomicBool = AtomicBool::new(true);
     clippy::panic,
     clippy::arithmetic_side_effects
 )]
-pub fn native_step(regs: Regs, stack: Option<&impl Memory>, out: &mut [u64]) -> Sample {
+pub fn native_step(
+    regs: Regs,
+    map: Option<&codemap::CodeMap>,
+    stack: Option<&impl Memory>,
+    out: &mut [u64],
+) -> Sample {
     let Some(stack) = stack else {
         let count = match out.first_mut() {
             Some(first) => {
@@ -65,7 +71,7 @@ pub fn native_step(regs: Regs, stack: Option<&impl Memory>, out: &mut [u64]) -> 
         };
     };
     let cfi = USE_CFI.load(Ordering::Relaxed);
-    let sample = codemap::with_current(|map| match map {
+    let sample = match map {
         Some(map) => walk_sample(regs, stack, map, cfi, out),
         None => Sample {
             count: 0,
@@ -73,7 +79,7 @@ pub fn native_step(regs: Regs, stack: Option<&impl Memory>, out: &mut [u64]) -> 
             context: None,
             java_entry: None,
         },
-    });
+    };
     if sample.stop == Stop::UnknownCode {
         watcher::unknown_pc_seen();
     }
@@ -125,6 +131,36 @@ pub trait CodeKind {
     }
 }
 
+/// The native walk between Java frames: from a native caller's registers to the first return
+/// address in JVM-generated code. The Java walk ([`crate::hotspot`]) is given one over the
+/// handler's code map and unwind tables ([`CodeMapWalk`]); a test gives its own.
+pub trait NativeFrames {
+    /// Walks from `regs` into `out`: the pcs written, why the walk stopped, and the registers
+    /// at the Java frame where it stopped (stop [`Stop::ReachedJava`], rbp known).
+    fn walk(&self, regs: Regs, out: &mut [u64]) -> (usize, Stop, Option<Regs>);
+}
+
+/// [`NativeFrames`] over a code map and a stack, with call-frame information as `cstack=`
+/// says. Without either, every walk stops at once, in unknown code.
+pub struct CodeMapWalk<'a, M: Memory> {
+    /// The thread's stack.
+    pub mem: Option<&'a M>,
+    /// The code map.
+    pub map: Option<&'a codemap::CodeMap>,
+}
+
+impl<M: Memory> NativeFrames for CodeMapWalk<'_, M> {
+    fn walk(&self, regs: Regs, out: &mut [u64]) -> (usize, Stop, Option<Regs>) {
+        match (self.mem, self.map) {
+            (Some(mem), Some(map)) => {
+                let cfi = USE_CFI.load(Ordering::Relaxed);
+                walk::walk_to_java(regs, mem, map, cfi, out)
+            }
+            _ => (0, Stop::UnknownCode, None),
+        }
+    }
+}
+
 /// Reads 8-byte words, or refuses.
 pub trait Memory {
     /// The word at `addr`, or `None` if it may not be read.
@@ -152,6 +188,10 @@ pub enum Stop {
     /// The interrupted code runs on a stack that is not the thread's own (a fiber, an
     /// alternate signal stack) or the thread's stack is not known: its pc alone was kept.
     OffStack = 5,
+    /// The interrupted pc is in JVM-generated code that neither the native walk nor the Java
+    /// walk could step out of (a stub in the middle of a transition): its pc alone was kept,
+    /// so that the sample still says where it was.
+    JvmCode = 6,
 }
 
 impl Stop {
@@ -159,7 +199,7 @@ impl Stop {
     pub fn truncated(self) -> bool {
         matches!(
             self,
-            Stop::Depth | Stop::BadFrame | Stop::UnknownCode | Stop::OffStack
+            Stop::Depth | Stop::BadFrame | Stop::UnknownCode | Stop::OffStack | Stop::JvmCode
         )
     }
 
@@ -171,6 +211,7 @@ impl Stop {
             2 => Stop::Depth,
             3 => Stop::BadFrame,
             5 => Stop::OffStack,
+            6 => Stop::JvmCode,
             _ => Stop::UnknownCode,
         }
     }

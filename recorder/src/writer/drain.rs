@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use jfr_writer::*;
 
+use crate::hotspot::agct;
 use crate::jvmti::Jvmti;
 use crate::options::{CStack, NStack, Options};
 use crate::os;
@@ -27,6 +28,7 @@ use crate::unwind::watcher;
 use crate::writer::library_events::LibraryEvents;
 use crate::writer::methods::Methods;
 use crate::writer::output::Output;
+use crate::writer::segments::Segments;
 use crate::writer::status::{self, State};
 
 /// How often the rings are emptied.
@@ -162,6 +164,10 @@ pub struct Drain {
     system: System,
     record: Vec<u64>,
     java: Vec<Frame>,
+    /// The current sample's native frames between Java frames.
+    segments: Segments,
+    /// The current sample's native frames, when the VM walk added some.
+    native_pcs: Vec<u64>,
     summary: Summary,
     status_written_ns: i64,
     /// Per slot with a perf counter: (descriptor, counted ns, thread CPU ns) at the last check.
@@ -204,6 +210,8 @@ impl Drain {
             system: System::read(),
             record: Vec::new(),
             java: Vec::new(),
+            segments: Segments::default(),
+            native_pcs: Vec::new(),
             summary: Summary::default(),
             status_written_ns: 0,
             counters: HashMap::new(),
@@ -426,9 +434,14 @@ impl Drain {
             .get(RECORD_HEADER_WORDS + native_count..)
             .unwrap_or_default();
         self.java.clear();
+        self.segments.clear();
         let mut at_continuation_entry = false;
         for pair in java_words.chunks_exact(2) {
             let (kind, bci) = unpack_frame(pair[0]);
+            if self.segments.take(kind, pair[1]) {
+                continue;
+            }
+            self.segments.close(&mut self.rec, self.java.len());
             let frame =
                 self.methods
                     .frame(&self.jvmti, &mut self.rec, bci, pair[1] as *mut _, kind);
@@ -440,6 +453,7 @@ impl Drain {
                 break;
             }
         }
+        self.segments.finish(self.java.len());
         let from_vm = flags & FLAG_VM_WALK != 0;
         let failed = agct_code < 0 && !from_vm;
         let cut = flags & FLAG_JAVA_CUT != 0;
@@ -449,10 +463,21 @@ impl Drain {
             self.rec.stack_trace(&self.java, truncated)
         });
         self.summary.vm_walk += u64::from(from_vm);
-        self.summary.vm_walk_rescued += u64::from(from_vm && agct_code < 0);
+        self.summary.vm_walk_rescued += u64::from(from_vm && agct::failed(agct_code));
         self.summary.vm_walk_cut += u64::from(from_vm && cut);
         self.summary.outside_java += u64::from(from_vm && self.java.is_empty());
-        let native = self.rec.native_stack_trace(pcs, stop.truncated());
+        // The native frames above the first Java frame: the native walk's, then those the VM
+        // walk found past a stub the sample was taken in (its native callers).
+        let (more, more_gap) = self.segments.top();
+        let native = if more.is_empty() && !more_gap {
+            self.rec.native_stack_trace(pcs, stop.truncated())
+        } else {
+            self.native_pcs.clear();
+            self.native_pcs.extend_from_slice(pcs);
+            self.native_pcs.extend_from_slice(more);
+            let truncated = more_gap || (more.is_empty() && stop.truncated());
+            self.rec.native_stack_trace(&self.native_pcs, truncated)
+        };
         // The sample's CPU weight, ns: the timer's interval × (1 + overruns), or the thread's
         // CPU time since its previous perf sample.
         let period_ns = weight;
@@ -464,6 +489,7 @@ impl Drain {
             sampling_period_ticks: period_ns / 1_000,
             biased: false,
             native_stack_trace: Some(native),
+            native_segments: self.segments.written(),
         });
         self.summary.samples += 1;
         self.summary.cpu_ns += period_ns;
@@ -679,14 +705,16 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
         text.push_str(&format!(
             "\n  Java stacks from HotSpot's frame descriptions: {} ({} where AsyncGetCallTrace \
              failed, {} cut short, {} empty: native code outside any Java call); Java frames \
-             with a known type: {} of {}; where AsyncGetCallTrace walked too, both walks agree \
-             on every frame of {} of {} samples",
+             with a known type: {} of {}; where AsyncGetCallTrace walked too (where the VM walk \
+             was not whole, and 1 in {} of the others), both walks agree on every frame of {} \
+             of {} samples",
             s.vm_walk,
             s.vm_walk_rescued,
             s.vm_walk_cut,
             s.outside_java,
             s.typed_frames,
             s.java_frames,
+            crate::hotspot::sample::AGREEMENT_PERIOD,
             STATS.vm_walk_agreed.load(Ordering::Relaxed),
             STATS.vm_walk_compared.load(Ordering::Relaxed)
         ));

@@ -13,4 +13,5 @@ pub(crate) mod drain;
 pub(crate) mod library_events;
 pub(crate) mod methods;
 pub mod output;
+pub(crate) mod segments;
 pub mod status;

@@ -180,6 +180,9 @@ pub const NO_JAVA_STACK: &str = "[no Java stack]";
 pub const NO_JAVA_FRAMES: &str = "[no Java frames]";
 /// Placeholder: the native walk stopped before it reached the Java frames.
 pub const NATIVE_TRUNCATED: &str = "[native stack truncated]";
+/// Placeholder: native frames between two Java frames are missing (the walk of the native code
+/// that called back into Java stopped before it reached the Java caller).
+pub const NATIVE_GAP: &str = "[native frames missing]";
 /// Placeholder: the native walk was cut short before its first frame.
 pub const NATIVE_UNKNOWN: &str = "[native frames unknown]";
 /// Placeholder: the Java stack's outermost frames are missing.
@@ -239,6 +242,9 @@ pub struct Aggregate {
     pub failed: Weight,
     /// Samples with at least one native frame.
     pub with_native: Weight,
+    /// Samples with native frames between Java frames (native code that called back into
+    /// Java: JNI and FFM upcalls).
+    pub with_segments: Weight,
     /// Samples with native frames whose native walk stopped before the Java frames.
     pub native_truncated: Weight,
     /// Samples whose native walk was cut short before its first frame: no native frames.
@@ -327,6 +333,38 @@ impl Aggregate {
         self.frames.insert_full(key).0 as u32
     }
 
+    /// Pushes the frames of native `pc` (its inline chain, innermost first) and its location;
+    /// `leaf`: the interrupted pc, not a return address.
+    fn push_native<'p>(
+        &mut self,
+        stack: &mut Vec<u32>,
+        cuts: &mut Vec<Cut<'p>>,
+        profile: &'p ChunkProfile,
+        symbolizer: &mut Symbolizer,
+        pc: u64,
+        leaf: bool,
+    ) {
+        let library = profile.library_of(pc);
+        let location = symbolizer.resolve(library, pc, leaf);
+        for f in location.frames.iter() {
+            let key = FrameKey {
+                name: f.name.clone(),
+                library: location.library.clone(),
+                file: f.file.clone(),
+                line: f.line,
+                descriptor: None,
+                kind: Kind::of_native(location.library.as_deref(), f),
+            };
+            stack.push(self.intern(key));
+        }
+        cuts.push(Cut {
+            end: stack.len(),
+            library,
+            address: Some(pc),
+            named: location.frames.last().is_some_and(|f| f.named),
+        });
+    }
+
     /// Adds the samples of one chunk (its `jdk.CPUTimeSample`s and losses, or with
     /// [`Source::Execution`] its `jdk.ExecutionSample`s); `origin_nanos` is the recording's
     /// start, `chunk_clock` the chunk's (start ns, start ticks, ticks per second).
@@ -368,31 +406,26 @@ impl Aggregate {
                 Cut::close(&mut cuts, stack.len());
             }
             for (i, &pc) in sample.native.iter().enumerate() {
-                let library = profile.library_of(pc);
-                let location = symbolizer.resolve(library, pc, i == 0);
-                for f in location.frames.iter() {
-                    let key = FrameKey {
-                        name: f.name.clone(),
-                        library: location.library.clone(),
-                        file: f.file.clone(),
-                        line: f.line,
-                        descriptor: None,
-                        kind: Kind::of_native(location.library.as_deref(), f),
-                    };
-                    stack.push(self.intern(key));
-                }
-                cuts.push(Cut {
-                    end: stack.len(),
-                    library,
-                    address: Some(pc),
-                    named: location.frames.last().is_some_and(|f| f.named),
-                });
+                self.push_native(&mut stack, &mut cuts, profile, symbolizer, pc, i == 0);
             }
             if sample.native_truncated && !sample.native.is_empty() {
                 stack.push(self.intern(FrameKey::placeholder(NATIVE_TRUNCATED)));
                 Cut::close(&mut cuts, stack.len());
             }
-            for j in sample.java.iter() {
+            let mut segments = sample.segments.iter().peekable();
+            for (index, j) in sample.java.iter().enumerate() {
+                // The native code that called this Java frame back (an upcall), between it and
+                // the frame above.
+                while let Some(segment) = segments.next_if(|s| s.java_index == index) {
+                    Cut::close(&mut cuts, stack.len());
+                    for &pc in segment.pcs.iter() {
+                        self.push_native(&mut stack, &mut cuts, profile, symbolizer, pc, false);
+                    }
+                    if segment.truncated {
+                        stack.push(self.intern(FrameKey::placeholder(NATIVE_GAP)));
+                        Cut::close(&mut cuts, stack.len());
+                    }
+                }
                 let name = match (&j.class, &j.method) {
                     (Some(c), Some(m)) => Arc::from(format!("{c}.{m}").as_str()),
                     (None, Some(m)) => m.clone(),
@@ -437,6 +470,9 @@ impl Aggregate {
             }
             if !sample.native.is_empty() {
                 self.with_native.add(sample.weight_ns);
+            }
+            if !sample.segments.is_empty() {
+                self.with_segments.add(sample.weight_ns);
             }
             if sample.native_truncated {
                 if sample.native.is_empty() {

@@ -52,6 +52,7 @@ pub fn to_json(agg: &Aggregate) -> Value {
         "lostSamples": agg.lost.samples,
         "lostWithoutCpuTime": agg.lost_cpu_unknown,
         "withNativeFrames": weight(&agg.with_native),
+        "withNativeBetweenJava": weight(&agg.with_segments),
         "nativeTruncated": weight(&agg.native_truncated),
         "nativeUnknown": weight(&agg.native_unknown),
         "failed": weight(&agg.failed),

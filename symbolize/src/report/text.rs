@@ -194,6 +194,10 @@ pub fn write_totals(agg: &Aggregate, out: &mut dyn Write) -> io::Result<()> {
     let rows = [
         ("with native frames", &agg.with_native),
         (
+            "with native frames between Java frames (upcalls)",
+            &agg.with_segments,
+        ),
+        (
             "native stack truncated (walk stopped before the Java frames)",
             &agg.native_truncated,
         ),

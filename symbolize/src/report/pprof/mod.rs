@@ -302,6 +302,7 @@ mod tests {
             java_truncated: false,
             native: Arc::from(native),
             native_truncated: false,
+            segments: Arc::from([]),
         }
     }
 

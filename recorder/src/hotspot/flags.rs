@@ -1,0 +1,44 @@
+//! The running JVM's boolean flags (`-XX:+UseZGC`, `UseCompressedOops`, ...), read from its own
+//! flag table (`JVMFlag::flags`, `JVMFlag::numFlags`, described by `gHotSpotVMStructs`), off
+//! the signal handler. They say how object fields are laid out (compressed or full-width
+//! references, compact headers) and which collector runs.
+
+use super::mem::{read_ptr, read_u8};
+use super::vmstructs::VmStructs;
+
+/// Most flags looked at (a bound on a table that could be misread).
+const MAX_FLAGS: u64 = 8192;
+/// Longest flag name compared.
+const MAX_NAME: usize = 64;
+
+/// The NUL-terminated string at `addr` (at most [`MAX_NAME`] bytes), fault-safely.
+fn name_at(addr: u64) -> Option<String> {
+    let mut bytes = Vec::new();
+    for i in 0..MAX_NAME as u64 {
+        match read_u8(addr.checked_add(i)?)? {
+            0 => return String::from_utf8(bytes).ok(),
+            b => bytes.push(b),
+        }
+    }
+    None
+}
+
+/// The value of boolean flag `name`, if the JVM has it.
+pub fn bool_flag(v: &VmStructs, name: &str) -> Option<bool> {
+    let table = v.static_u64("JVMFlag", "flags")?;
+    let count = v.static_u64("JVMFlag", "numFlags")?.min(MAX_FLAGS);
+    let size = v.type_size("JVMFlag")?;
+    let name_offset = v.offset("JVMFlag", "_name")?;
+    let addr_offset = v.offset("JVMFlag", "_addr")?;
+    for i in 0..count {
+        let flag = table.checked_add(i.checked_mul(size)?)?;
+        let Some(text) = read_ptr(flag.checked_add(name_offset)?).and_then(name_at) else {
+            continue;
+        };
+        if text == name {
+            let value = read_ptr(flag.checked_add(addr_offset)?)?;
+            return read_u8(value).map(|b| b != 0);
+        }
+    }
+    None
+}
