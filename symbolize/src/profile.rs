@@ -27,6 +27,18 @@ pub struct JavaFrame {
     pub frame_type: Option<Arc<str>>,
 }
 
+/// What tells a thread apart beyond its name, as its `java.lang.Thread` constant says; each
+/// `None` when the file does not say.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ThreadIds {
+    /// `javaThreadId`: `Thread.threadId()` (0 or absent for a thread that never ran Java).
+    pub java: Option<i64>,
+    /// `osThreadId`: the kernel's thread id (for a virtual thread, the carrier's when sampled).
+    pub os: Option<i64>,
+    /// `virtual` (JDK 19 and later): a virtual thread.
+    pub is_virtual: Option<bool>,
+}
+
 /// One `jdk.CPUTimeSample` (or `jdk.ExecutionSample`).
 #[derive(Debug, Clone)]
 pub struct Sample {
@@ -36,6 +48,8 @@ pub struct Sample {
     pub start_ticks: i64,
     /// Thread name (`javaName`, else `osName`).
     pub thread: Option<Arc<str>>,
+    /// The thread's ids and whether it is virtual.
+    pub thread_ids: ThreadIds,
     /// `samplingPeriod` in nanoseconds: the CPU time this sample stands for.
     pub weight_ns: u64,
     /// `failed`: no Java stack could be taken.
@@ -57,6 +71,8 @@ pub struct Lost {
     pub start_ticks: i64,
     /// Thread name, when the event names one.
     pub thread: Option<Arc<str>>,
+    /// The thread's ids, when the event names one.
+    pub thread_ids: ThreadIds,
     /// `lostSamples`.
     pub samples: u64,
     /// The CPU time they stood for, ns: jfr-native's `lostCpuTime`; `None` when the writer did
@@ -162,6 +178,8 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
             profile.lost.push(Lost {
                 start_ticks: get("startTime").and_then(Value::as_i64).unwrap_or(0),
                 thread: get("eventThread").and_then(|v| view.thread_name(v)),
+                thread_ids: get("eventThread")
+                    .map_or_else(ThreadIds::default, |v| view.thread_ids(v)),
                 samples: lost.max(0) as u64,
                 cpu_ns: get("lostCpuTime")
                     .and_then(Value::as_i64)
@@ -201,13 +219,12 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
                     .clone(),
                 other => view.native_stack(other),
             };
-            let thread = get("eventThread")
-                .or_else(|| get("sampledThread"))
-                .and_then(|v| view.thread_name(v));
+            let thread_value = get("eventThread").or_else(|| get("sampledThread"));
             let sample = Sample {
                 record_offset: record.offset,
                 start_ticks: get("startTime").and_then(Value::as_i64).unwrap_or(0),
-                thread,
+                thread: thread_value.and_then(|v| view.thread_name(v)),
+                thread_ids: thread_value.map_or_else(ThreadIds::default, |v| view.thread_ids(v)),
                 weight_ns,
                 failed: get("failed").and_then(Value::as_bool).unwrap_or(false),
                 java,
@@ -349,6 +366,15 @@ impl<'c, 'a> View<'c, 'a> {
         ["javaName", "osName"]
             .iter()
             .find_map(|f| self.string(self.field_of(thread, "java.lang.Thread", f)?))
+    }
+
+    fn thread_ids(&self, thread: &Value) -> ThreadIds {
+        let field = |name: &str| self.field_of(thread, "java.lang.Thread", name);
+        ThreadIds {
+            java: field("javaThreadId").and_then(Value::as_i64),
+            os: field("osThreadId").and_then(Value::as_i64),
+            is_virtual: field("virtual").and_then(Value::as_bool),
+        }
     }
 
     fn java_stack(&self, stack: Option<&Value>) -> (Arc<[JavaFrame]>, bool) {
