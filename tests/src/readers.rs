@@ -478,6 +478,27 @@ fn jfrs_sample(v: &Accessor<'_>) -> Result<SampleView, String> {
     })
 }
 
+// ---------------------------------------------------------------- jfr-symbolize --format json
+
+/// (flat, cum) CPU ns of the frames named `name`, from `jfr-symbolize --format json`'s
+/// stacks: flat where it is the leaf, cum where it is anywhere in the stack.
+pub fn report_flat_cum(json: &Value, name: &str) -> (u64, u64) {
+    let frames = json["frames"].as_array().unwrap();
+    let named = |id: &Value| frames[id.as_u64().unwrap() as usize]["name"] == name;
+    let (mut flat, mut cum) = (0, 0);
+    for stack in json["stacks"].as_array().unwrap() {
+        let ids = stack["frames"].as_array().unwrap();
+        let ns = stack["weight"]["cpuNanos"].as_u64().unwrap();
+        if ids.first().is_some_and(named) {
+            flat += ns;
+        }
+        if ids.iter().any(named) {
+            cum += ns;
+        }
+    }
+    (flat, cum)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
