@@ -6,6 +6,8 @@
 //! 0.1 %), requests carry the content type, the encoding and the header asked for, and the
 //! spool on disk never holds more than its bound. With a bound too small for the outage, the
 //! oldest chunks are dropped, said once, and those that arrive still arrive once and in order.
+//! `jfr-symbolize --upload` retries a busy endpoint; a bad URL or header is exit 2 and one line
+//! naming it, before anything is read or recorded.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -163,7 +165,7 @@ fn every_chunk_arrives_once_and_in_order_through_an_outage() {
     let dir = work.join("rec");
     let endpoint = FakeEndpoint::start(Plan {
         unavailable: Duration::from_secs(2),
-        stalled_until: Duration::from_secs(4),
+        stalled_until: Duration::from_secs(6),
         stall_for: Duration::from_secs(3),
     });
     let bound: u64 = 2 << 20;
@@ -239,12 +241,12 @@ fn past_its_bound_the_spool_drops_the_oldest_and_says_so_once() {
     let work = out_dir("bound");
     let dir = work.join("rec");
     let endpoint = FakeEndpoint::start(Plan {
-        unavailable: Duration::from_secs(5),
-        stalled_until: Duration::from_secs(5),
+        unavailable: Duration::from_secs(9),
+        stalled_until: Duration::from_secs(9),
         stall_for: Duration::ZERO,
     });
     // A bound of a few chunks: the outage lasts longer than it holds.
-    let (out, peak) = record(&jdk, &dir, &endpoint.url, "10k", 7.0);
+    let (out, peak) = record(&jdk, &dir, &endpoint.url, "16k", 7.0);
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("{stderr}");
     let requests = endpoint.requests();
@@ -282,8 +284,114 @@ fn past_its_bound_the_spool_drops_the_oldest_and_says_so_once() {
     // Within the bound on disk, but for a body being sent, which is never dropped.
     let largest = requests.iter().map(|r| r.body.len() as u64).max().unwrap();
     assert!(
-        largest <= 5 << 10,
+        largest <= 8 << 10,
         "bodies of {largest} bytes: the bound holds only one"
     );
-    assert!(peak <= 10 << 10, "spool peak {peak} bytes");
+    assert!(peak <= 16 << 10, "spool peak {peak} bytes");
+}
+
+#[test]
+fn jfr_symbolize_sends_one_recording_retrying_a_busy_endpoint() {
+    let Some(reader) = otlp_reader() else { return };
+    let endpoint = FakeEndpoint::start(Plan {
+        unavailable: Duration::from_millis(700),
+        stalled_until: Duration::from_millis(700),
+        stall_for: Duration::ZERO,
+    });
+    let work = out_dir("one-shot");
+    let input =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/golden/report_totals.jfr");
+    let out = Command::new(tool_binary("jfr-symbolize"))
+        .env_remove("DEBUGINFOD_URLS")
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "x-scope-orgid=tenant-1")
+        .env("OTEL_SERVICE_NAME", "upload-test")
+        .arg(&input)
+        .args(["--upload", &endpoint.url, "--gzip"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // No -o: the upload is the only output.
+    assert!(out.stdout.is_empty());
+    assert!(stderr.contains("HTTP 503; trying again in"), "{stderr}");
+    assert!(stderr.contains("sent 13 samples"), "{stderr}");
+    let requests = endpoint.requests();
+    let answers: Vec<Answer> = requests.iter().map(|r| r.answer).collect();
+    assert_eq!(answers.last(), Some(&Answer::Accepted), "{answers:?}");
+    assert_eq!(
+        answers.iter().filter(|a| **a == Answer::Accepted).count(),
+        1
+    );
+    let summaries = accepted(&reader, &requests, &work);
+    // The golden recording's total (the JSON report's: 190 ms with its lost samples).
+    assert_eq!(profile(&summaries[0])["total"], 190_000_000);
+    assert_eq!(
+        profile(&summaries[0])["resource"]["service.name"],
+        "upload-test"
+    );
+}
+
+#[test]
+fn a_bad_endpoint_or_header_stops_before_anything_runs() {
+    let work = out_dir("bad");
+    let input =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/golden/report_totals.jfr");
+    let cases: [(&str, &[&str], &str); 4] = [
+        (
+            "jfr-symbolize",
+            &["--upload", "collector:4318"],
+            "jfr-symbolize: bad --upload 'collector:4318': ",
+        ),
+        (
+            "jfr-symbolize",
+            &["--upload", "http://h/p", "--header", "token"],
+            "jfr-symbolize: bad --header 'token': ",
+        ),
+        (
+            "jfrnative",
+            &["--upload", "ftp://h/p"],
+            "jfrnative: bad --upload 'ftp://h/p': ",
+        ),
+        (
+            "jfrnative",
+            &["--upload", "http://h/p", "--header", "a b=1"],
+            "jfrnative: bad --header 'a b=1': ",
+        ),
+    ];
+    for (tool, args, message) in cases {
+        let rec = work.join("rec");
+        let mut cmd = Command::new(tool_binary(tool));
+        if tool == "jfrnative" {
+            cmd.args(["record", "--agent"])
+                .arg(agent_library())
+                .arg("-o")
+                .arg(format!("{}/", rec.display()))
+                .args(args)
+                .args(["--", "java", "-version"]);
+        } else {
+            cmd.arg(&input).args(args);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{tool} {args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with(message), "{stderr}");
+        // Nothing was recorded.
+        assert!(!rec.exists(), "{tool} {args:?} made {}", rec.display());
+    }
+    // A file output cannot take --upload: it needs a directory of chunk files.
+    let out = Command::new(tool_binary("jfrnative"))
+        .args(["record", "--upload", "http://h/p", "-o"])
+        .arg(work.join("one.jfr"))
+        .args(["--", "java", "-version"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "jfrnative: --upload sends each finished chunk of a directory recording: give -o DIR/"
+        ),
+        "{stderr}"
+    );
 }
