@@ -119,7 +119,6 @@ fn write_sample<W: io::Write>(
         sampling_period_ticks: 10_000,
         biased: false,
         native_stack_trace: Some(native),
-        native_segments: &[],
     });
 }
 

@@ -359,11 +359,12 @@ impl Pools {
         }
     }
 
-    /// The program counters of every native stack marked in this chunk.
+    /// The program counters of every native stack marked in this chunk (its segments'
+    /// included).
     pub fn marked_native_pcs(&self) -> impl Iterator<Item = u64> + '_ {
         self.native_stack_traces
             .marked()
-            .flat_map(|stack| stack.frames.iter().copied())
+            .flat_map(|stack| native_parts(&stack.frames).pcs())
     }
 
     /// Forgets the chunk's marks.
@@ -480,12 +481,73 @@ fn encode_stack_trace(s: &StackKey<Frame>, o: &mut Vec<u8>) {
     }
 }
 
-/// Writes a native stack as an inline `jdk.NativeStackTrace`: truncated, count, pcs.
+/// The word that starts a segment in a native stack's key: never a program counter.
+pub(crate) const SEGMENT_MARK: u64 = u64::MAX;
+
+/// A segment's second word: its Java frame index, whether it is truncated, its pc count.
+pub(crate) fn segment_header(java_frame_index: u32, truncated: bool, count: usize) -> u64 {
+    u64::from(java_frame_index) | (u64::from(truncated) << 32) | ((count as u64) << 33)
+}
+
+/// A native stack's key, split: the pcs above the first Java frame, then each segment as
+/// (Java frame index, truncated, pcs). The key is the pcs, then for each segment
+/// [`SEGMENT_MARK`], [`segment_header`] and its pcs: one word list, so that hashing and
+/// comparing a stack stay what they were.
+pub(crate) struct NativeParts<'a> {
+    pub top: &'a [u64],
+    rest: &'a [u64],
+}
+
+pub(crate) fn native_parts(words: &[u64]) -> NativeParts<'_> {
+    let split = words
+        .iter()
+        .position(|&w| w == SEGMENT_MARK)
+        .unwrap_or(words.len());
+    let (top, rest) = words.split_at(split);
+    NativeParts { top, rest }
+}
+
+impl<'a> NativeParts<'a> {
+    /// The segments: (Java frame index, truncated, pcs).
+    pub fn segments(&self) -> impl Iterator<Item = (u32, bool, &'a [u64])> {
+        let mut rest = self.rest;
+        std::iter::from_fn(move || {
+            let (&mark, after) = rest.split_first()?;
+            let (&header, after) = after.split_first()?;
+            if mark != SEGMENT_MARK {
+                return None;
+            }
+            let count = usize::try_from(header >> 33).ok()?.min(after.len());
+            let (pcs, next) = after.split_at(count);
+            rest = next;
+            Some((header as u32, (header >> 32) & 1 == 1, pcs))
+        })
+    }
+
+    /// Every pc: the top ones, then each segment's.
+    pub fn pcs(&self) -> impl Iterator<Item = u64> + 'a {
+        let top = self.top.iter().copied();
+        top.chain(self.segments().flat_map(|(_, _, pcs)| pcs.iter().copied()))
+    }
+}
+
+/// Writes a native stack as an inline `jdk.NativeStackTrace`: truncated, count, pcs, then its
+/// segments: count, and each one's Java frame index, truncated, count, pcs.
 pub(crate) fn encode_native_stack_trace(s: &StackKey<u64>, o: &mut Vec<u8>) {
+    let parts = native_parts(&s.frames);
     write_bool(o, s.truncated);
-    leb128::write_u64(o, s.frames.len() as u64);
-    for &pc in s.frames.iter() {
+    leb128::write_u64(o, parts.top.len() as u64);
+    for &pc in parts.top {
         leb128::write_u64(o, pc);
+    }
+    leb128::write_u64(o, parts.segments().count() as u64);
+    for (java_frame_index, truncated, pcs) in parts.segments() {
+        leb128::write_i32(o, java_frame_index as i32);
+        write_bool(o, truncated);
+        leb128::write_u64(o, pcs.len() as u64);
+        for &pc in pcs {
+            leb128::write_u64(o, pc);
+        }
     }
 }
 
@@ -506,6 +568,39 @@ fn encode_thread_group(g: &ThreadGroup, o: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_native_key_splits_into_its_top_frames_and_segments() {
+        let words = [
+            0x10,
+            0x20,
+            SEGMENT_MARK,
+            segment_header(1, false, 2),
+            0x30,
+            0x40,
+            SEGMENT_MARK,
+            segment_header(4, true, 0),
+        ];
+        let parts = native_parts(&words);
+        assert_eq!(parts.top, &[0x10, 0x20]);
+        let segments: Vec<_> = parts.segments().collect();
+        assert_eq!(
+            segments,
+            vec![(1, false, &[0x30, 0x40][..]), (4, true, &[][..])]
+        );
+        assert_eq!(
+            parts.pcs().collect::<Vec<_>>(),
+            vec![0x10, 0x20, 0x30, 0x40]
+        );
+        // No segments: all pcs are the top ones.
+        let plain = [0x10, 0x20];
+        assert_eq!(native_parts(&plain).top, &plain);
+        assert_eq!(native_parts(&plain).segments().count(), 0);
+        // A count beyond the words left reads what is there.
+        let short = [SEGMENT_MARK, segment_header(2, false, 5), 0x50];
+        let segments: Vec<_> = native_parts(&short).segments().collect();
+        assert_eq!(segments, vec![(2, false, &[0x50][..])]);
+    }
 
     #[test]
     fn every_field_of_a_frame_reaches_its_hash_words() {

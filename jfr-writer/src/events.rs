@@ -152,24 +152,13 @@ impl Encoder<'_> {
                 match s.and_then(|s| self.pools.native_stack_traces.get(s.0)) {
                     Some(stack) => encode_native_stack_trace(stack, self.out),
                     None => {
+                        // Not truncated, no frames, no segments.
                         self.boolean(false);
+                        self.ulong(0);
                         self.ulong(0);
                     }
                 }
             }
-        }
-    }
-}
-
-impl Encoder<'_> {
-    /// The `nativeSegments` array: a count, then each segment's index and native stack (a
-    /// pool reference or inline, as `nativeStackTrace`).
-    #[inline]
-    pub fn native_segments(&mut self, segments: &[NativeSegment]) {
-        self.ulong(segments.len() as u64);
-        for s in segments {
-            self.int(s.java_frame_index);
-            self.native_stack_trace(Some(s.stack));
         }
     }
 }
@@ -184,21 +173,9 @@ pub trait Event {
     fn encode(&self, e: &mut Encoder<'_>);
 }
 
-/// A run of native frames between two Java frames of a sample (`jfrnative.NativeSegment`, a
-/// jfr-native extension): the native code that called back into Java (a JNI or FFM upcall),
-/// placed before the Java frame that called it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NativeSegment {
-    /// The index in the sample's Java stack (top first) of the frame whose call reached these
-    /// native frames: they sit between frames `java_frame_index - 1` and `java_frame_index`.
-    pub java_frame_index: i32,
-    /// The native frames, innermost first, and whether some are missing.
-    pub stack: NativeStackTraceId,
-}
-
 /// `jdk.CPUTimeSample`: a thread used `sampling_period_ticks` of CPU time, and this was its stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CpuTimeSample<'a> {
+pub struct CpuTimeSample {
     /// When the sample was taken.
     pub start_ticks: i64,
     /// Java frames (from AsyncGetCallTrace), `None` if none could be taken.
@@ -213,11 +190,9 @@ pub struct CpuTimeSample<'a> {
     pub biased: bool,
     /// Native frames above the first Java frame, leaf first.
     pub native_stack_trace: Option<NativeStackTraceId>,
-    /// Native frames between Java frames, innermost first (empty for most samples).
-    pub native_segments: &'a [NativeSegment],
 }
 
-impl Event for CpuTimeSample<'_> {
+impl Event for CpuTimeSample {
     const TYPE: EventType = EventType::CpuTimeSample;
     fn start_ticks(&self) -> i64 {
         self.start_ticks
@@ -231,7 +206,6 @@ impl Event for CpuTimeSample<'_> {
         e.ulong(self.sampling_period_ticks);
         e.boolean(self.biased);
         e.native_stack_trace(self.native_stack_trace);
-        e.native_segments(self.native_segments);
     }
 }
 

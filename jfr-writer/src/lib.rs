@@ -59,8 +59,7 @@
 //! let thread = rec.thread(Thread { os_name: Some("main".into()), os_thread_id: 42, java_name: Some("main".into()),
 //!                                  java_thread_id: 1, group: None, is_virtual: false });
 //! rec.write(&CpuTimeSample { start_ticks: 10, stack_trace: Some(stack), thread: Some(thread), failed: false,
-//!                            sampling_period_ticks: 10_000, biased: false, native_stack_trace: Some(native),
-//!                            native_segments: &[] });
+//!                            sampling_period_ticks: 10_000, biased: false, native_stack_trace: Some(native) });
 //! let bytes = rec.finish(20)?;
 //! assert_eq!(&bytes[..4], b"FLR\0");
 //! # Ok::<(), jfr_writer::Error>(())
@@ -88,5 +87,5 @@ pub use events::*;
 pub use ids::*;
 pub use metadata::Metadata;
 pub use output::{ChunkFile, ChunkOutput, Repository, Retention};
-pub use recording::{Recording, RecordingOptions, Totals, HEADER_SIZE};
+pub use recording::{NativeSegment, Recording, RecordingOptions, Totals, HEADER_SIZE};
 pub use types::NativeStackEncoding;

@@ -58,6 +58,22 @@ pub struct Recording<W: ChunkOutput> {
     chunk_max_ticks: i64,
     last_chunk_start_nanos: Option<i64>,
     totals: Totals,
+    /// Reused to build the key of a native stack with segments.
+    segment_words: Vec<u64>,
+}
+
+/// Native frames between two Java frames of a sample (`jfrnative.NativeSegment`, a jfr-native
+/// extension in `jdk.NativeStackTrace`): the native code that called back into Java (a JNI or
+/// FFM upcall), placed before the Java frame that called it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NativeSegment<'a> {
+    /// The index in the sample's Java stack (top first) of the frame whose call reached these
+    /// native frames: they sit between frames `java_frame_index - 1` and `java_frame_index`.
+    pub java_frame_index: u32,
+    /// Native frames are missing after these.
+    pub truncated: bool,
+    /// The program counters, innermost first.
+    pub pcs: &'a [u64],
 }
 
 impl<W: ChunkOutput> Recording<W> {
@@ -102,6 +118,7 @@ impl<W: ChunkOutput> Recording<W> {
             chunk_max_ticks: i64::MIN,
             last_chunk_start_nanos: None,
             totals: Totals::default(),
+            segment_words: Vec::new(),
         })
     }
 
@@ -158,6 +175,30 @@ impl<W: ChunkOutput> Recording<W> {
             truncated,
             frames: frames.into(),
         }))
+    }
+
+    /// Interns a native stack trace with the native frames between the sample's Java frames
+    /// (`jfrnative.NativeSegment`s, by increasing Java frame index).
+    pub fn native_stack_trace_with_segments(
+        &mut self,
+        pcs: &[u64],
+        truncated: bool,
+        segments: &[NativeSegment<'_>],
+    ) -> NativeStackTraceId {
+        if segments.is_empty() {
+            return self.native_stack_trace(pcs, truncated);
+        }
+        let mut words = std::mem::take(&mut self.segment_words);
+        words.clear();
+        words.extend_from_slice(pcs);
+        for s in segments {
+            words.push(SEGMENT_MARK);
+            words.push(segment_header(s.java_frame_index, s.truncated, s.pcs.len()));
+            words.extend_from_slice(s.pcs);
+        }
+        let id = self.native_stack_trace(&words, truncated);
+        self.segment_words = words;
+        id
     }
 
     /// Interns a native stack trace (program counters, leaf first). No allocation when it repeats.

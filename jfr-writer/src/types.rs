@@ -214,22 +214,6 @@ fn event_types(native: NativeStackEncoding) -> Vec<TypeDecl> {
             ),
         ],
     };
-    // jfr-native's extension: the native frames between the Java frames (a JNI or FFM upcall's
-    // native callers), each run placed before a Java frame of `stackTrace`. An array of
-    // structs on the event: a sample with none costs one byte. No descriptions: the metadata
-    // is in every chunk (docs/jfr-format.md describes the fields).
-    let segments_field = array(
-        "nativeSegments",
-        "jfrnative.NativeSegment",
-        vec![Ann::Label("Native Segments")],
-    );
-    let segment_stack = FieldDecl {
-        name: "stackTrace",
-        type_name: "jdk.NativeStackTrace",
-        array: false,
-        pooled: native == NativeStackEncoding::Pooled,
-        annotations: vec![Ann::Label("Native Stack Trace")],
-    };
     vec![
         // Not @Experimental (unlike JDK 25's): JMC hides experimental events by default.
         event(
@@ -254,15 +238,6 @@ fn event_types(native: NativeStackEncoding) -> Vec<TypeDecl> {
                 ),
                 field("biased", "boolean", vec![Ann::Label("Biased"), Ann::Description("The sample is safepoint-biased")]),
                 native_field,
-                segments_field,
-            ],
-        ),
-        plain(
-            "jfrnative.NativeSegment",
-            vec![Ann::Label("Native Segment")],
-            vec![
-                field("javaFrameIndex", "int", vec![Ann::Label("Java Frame Index")]),
-                segment_stack,
             ],
         ),
         event(
@@ -574,6 +549,14 @@ fn pool_types() -> Vec<TypeDecl> {
                     "jdk.NativeStackFrame",
                     vec![Ann::Label("Native Stack Frames")],
                 ),
+                // jfr-native's extension: the native frames between the sample's Java frames
+                // (a JNI or FFM upcall's native callers), each run placed before a frame of
+                // the event's stackTrace. In the pooled stack, so a sample costs no more.
+                array(
+                    "segments",
+                    "jfrnative.NativeSegment",
+                    vec![Ann::Label("Native Segments")],
+                ),
             ],
         ),
         plain(
@@ -588,6 +571,25 @@ fn pool_types() -> Vec<TypeDecl> {
                     Ann::Label("Program Counter"),
                 ],
             )],
+        ),
+        // No descriptions: the metadata is in every chunk (docs/jfr-format.md says what the
+        // fields hold).
+        plain(
+            "jfrnative.NativeSegment",
+            vec![Ann::Label("Native Segment")],
+            vec![
+                field(
+                    "javaFrameIndex",
+                    "int",
+                    vec![Ann::Label("Java Frame Index")],
+                ),
+                field("truncated", "boolean", vec![Ann::Label("Truncated")]),
+                array(
+                    "frames",
+                    "jdk.NativeStackFrame",
+                    vec![Ann::Label("Native Stack Frames")],
+                ),
+            ],
         ),
     ]
 }

@@ -63,7 +63,6 @@ fn handles_from_another_recording_do_not_panic() {
             sampling_period_ticks: u64::MAX,
             biased: true,
             native_stack_trace: foreign_native,
-            native_segments: &[],
         });
         small.write(&ThreadStart {
             start_ticks: i64::MAX,
@@ -168,7 +167,6 @@ fn pooled_native_stacks_are_compact() {
                 sampling_period_ticks: 10_000,
                 biased: false,
                 native_stack_trace: Some(n),
-                native_segments: &[],
             });
         }
         rec.finish(samples * 4_000).unwrap().len() as i64

@@ -112,7 +112,6 @@ impl Workload {
             sampling_period_ticks: 3_900 + (i as u64 * 37) % 200,
             biased: false,
             native_stack_trace: Some(native),
-            native_segments: &[],
         });
     }
 }

@@ -27,7 +27,8 @@ pub struct JavaFrame {
     pub frame_type: Option<Arc<str>>,
 }
 
-/// Native frames between two Java frames of a sample (jfr-native's `nativeSegments`): the
+/// Native frames between two Java frames of a sample (jfr-native's `segments` of a
+/// `jdk.NativeStackTrace`): the
 /// native code that called back into Java.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Segment {
@@ -40,6 +41,34 @@ pub struct Segment {
     pub truncated: bool,
 }
 
+/// What tells a thread apart beyond its name, as its `java.lang.Thread` constant says; each
+/// `None` when the file does not say.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ThreadIds {
+    /// `javaThreadId`: `Thread.threadId()` (0 or absent for a thread that never ran Java).
+    pub java: Option<i64>,
+    /// `osThreadId`: the kernel's thread id (for a virtual thread, the carrier's when sampled).
+    pub os: Option<i64>,
+    /// `virtual` (JDK 19 and later): a virtual thread.
+    pub is_virtual: Option<bool>,
+}
+
+/// A `jdk.NativeStackTrace` as read: pcs, truncated, segments.
+type NativeStack = (Arc<[u64]>, bool, Arc<[Segment]>);
+
+/// The segments of a sample with `java_frames` Java frames: one whose index is not that of a
+/// Java frame of the sample could not be placed, and is dropped.
+fn placed(segments: Arc<[Segment]>, java_frames: usize) -> Arc<[Segment]> {
+    if segments.iter().all(|s| s.java_index < java_frames) {
+        return segments;
+    }
+    segments
+        .iter()
+        .filter(|s| s.java_index < java_frames)
+        .cloned()
+        .collect()
+}
+
 /// One `jdk.CPUTimeSample` (or `jdk.ExecutionSample`).
 #[derive(Debug, Clone)]
 pub struct Sample {
@@ -49,6 +78,8 @@ pub struct Sample {
     pub start_ticks: i64,
     /// Thread name (`javaName`, else `osName`).
     pub thread: Option<Arc<str>>,
+    /// The thread's ids and whether it is virtual.
+    pub thread_ids: ThreadIds,
     /// `samplingPeriod` in nanoseconds: the CPU time this sample stands for.
     pub weight_ns: u64,
     /// `failed`: no Java stack could be taken.
@@ -61,7 +92,8 @@ pub struct Sample {
     pub native: Arc<[u64]>,
     /// `nativeStackTrace.truncated`.
     pub native_truncated: bool,
-    /// `nativeSegments`: native frames between Java frames, by increasing `java_index`.
+    /// The native stack's `segments`: native frames between Java frames, by increasing
+    /// `java_index`.
     pub segments: Arc<[Segment]>,
 }
 
@@ -72,6 +104,8 @@ pub struct Lost {
     pub start_ticks: i64,
     /// Thread name, when the event names one.
     pub thread: Option<Arc<str>>,
+    /// The thread's ids, when the event names one.
+    pub thread_ids: ThreadIds,
     /// `lostSamples`.
     pub samples: u64,
     /// The CPU time they stood for, ns: jfr-native's `lostCpuTime`; `None` when the writer did
@@ -132,7 +166,7 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
         .and_then(|c| timespan_unit(&md.root, &c.name, "lostCpuTime"))
         .unwrap_or_else(|| "TICKS".to_string());
     let mut java_stacks: FxHashMap<u64, (Arc<[JavaFrame]>, bool)> = FxHashMap::default();
-    let mut native_stacks: FxHashMap<u64, (Arc<[u64]>, bool)> = FxHashMap::default();
+    let mut native_stacks: FxHashMap<u64, NativeStack> = FxHashMap::default();
     for record in chunk.records() {
         let record = record?;
         if let Some(class) = library_class.filter(|c| c.id == record.type_id) {
@@ -177,6 +211,8 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
             profile.lost.push(Lost {
                 start_ticks: get("startTime").and_then(Value::as_i64).unwrap_or(0),
                 thread: get("eventThread").and_then(|v| view.thread_name(v)),
+                thread_ids: get("eventThread")
+                    .map_or_else(ThreadIds::default, |v| view.thread_ids(v)),
                 samples: lost.max(0) as u64,
                 cpu_ns: get("lostCpuTime")
                     .and_then(Value::as_i64)
@@ -209,21 +245,20 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
                     .clone(),
                 other => view.java_stack(other),
             };
-            let (native, native_truncated) = match get("nativeStackTrace") {
+            let (native, native_truncated, segments) = match get("nativeStackTrace") {
                 Some(Value::Ref { key, .. }) => native_stacks
                     .entry(*key)
                     .or_insert_with(|| view.native_stack(get("nativeStackTrace")))
                     .clone(),
                 other => view.native_stack(other),
             };
-            let segments = view.segments(get("nativeSegments"), java.len(), &mut native_stacks);
-            let thread = get("eventThread")
-                .or_else(|| get("sampledThread"))
-                .and_then(|v| view.thread_name(v));
+            let segments = placed(segments, java.len());
+            let thread_value = get("eventThread").or_else(|| get("sampledThread"));
             let sample = Sample {
                 record_offset: record.offset,
                 start_ticks: get("startTime").and_then(Value::as_i64).unwrap_or(0),
-                thread,
+                thread: thread_value.and_then(|v| view.thread_name(v)),
+                thread_ids: thread_value.map_or_else(ThreadIds::default, |v| view.thread_ids(v)),
                 weight_ns,
                 failed: get("failed").and_then(Value::as_bool).unwrap_or(false),
                 java,
@@ -368,6 +403,15 @@ impl<'c, 'a> View<'c, 'a> {
             .find_map(|f| self.string(self.field_of(thread, "java.lang.Thread", f)?))
     }
 
+    fn thread_ids(&self, thread: &Value) -> ThreadIds {
+        let field = |name: &str| self.field_of(thread, "java.lang.Thread", name);
+        ThreadIds {
+            java: field("javaThreadId").and_then(Value::as_i64),
+            os: field("osThreadId").and_then(Value::as_i64),
+            is_virtual: field("virtual").and_then(Value::as_bool),
+        }
+    }
+
     fn java_stack(&self, stack: Option<&Value>) -> (Arc<[JavaFrame]>, bool) {
         let truncated = stack
             .and_then(|s| self.field_of(s, "jdk.types.StackTrace", "truncated"))
@@ -408,66 +452,60 @@ impl<'c, 'a> View<'c, 'a> {
         }
     }
 
-    /// The `nativeSegments` of a sample with `java_frames` Java frames: segments are kept in
-    /// order of their Java frame, and one whose index is not that of a Java frame of the sample
-    /// is dropped (it could not be placed).
-    fn segments(
-        &self,
-        value: Option<&Value>,
-        java_frames: usize,
-        cache: &mut FxHashMap<u64, (Arc<[u64]>, bool)>,
-    ) -> Arc<[Segment]> {
-        let Some(Value::Array(items)) = value else {
-            return Arc::from([]);
-        };
-        let mut out: Vec<Segment> = items
-            .iter()
-            .filter_map(|item| {
-                let index = self
-                    .field_of(item, "jfrnative.NativeSegment", "javaFrameIndex")
-                    .and_then(Value::as_i64)
-                    .and_then(|i| usize::try_from(i).ok())
-                    .filter(|&i| i < java_frames)?;
-                let stack = self.field_of(item, "jfrnative.NativeSegment", "stackTrace");
-                let (pcs, truncated) = match stack {
-                    Some(Value::Ref { key, .. }) => cache
-                        .entry(*key)
-                        .or_insert_with(|| self.native_stack(stack))
-                        .clone(),
-                    other => self.native_stack(other),
-                };
-                Some(Segment {
-                    java_index: index,
-                    pcs,
-                    truncated,
-                })
-            })
-            .collect();
-        out.sort_by_key(|s| s.java_index);
-        Arc::from(out)
-    }
-
-    fn native_stack(&self, stack: Option<&Value>) -> (Arc<[u64]>, bool) {
+    fn native_stack(&self, stack: Option<&Value>) -> NativeStack {
         let Some(stack) = stack else {
-            return (Arc::from([]), false);
+            return (Arc::from([]), false, Arc::from([]));
         };
         let truncated = self
             .field_of(stack, "jdk.NativeStackTrace", "truncated")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        let Some(Value::Array(frames)) = self.field_of(stack, "jdk.NativeStackTrace", "frames")
-        else {
-            return (Arc::from([]), truncated);
+        let pcs = self.pcs(self.field_of(stack, "jdk.NativeStackTrace", "frames"));
+        let segments = match self.field_of(stack, "jdk.NativeStackTrace", "segments") {
+            Some(Value::Array(items)) => self.segments(items),
+            _ => Arc::from([]),
         };
-        let pcs = frames
+        (pcs, truncated, segments)
+    }
+
+    /// The pcs of a `jdk.NativeStackFrame` array.
+    fn pcs(&self, frames: Option<&Value>) -> Arc<[u64]> {
+        let Some(Value::Array(frames)) = frames else {
+            return Arc::from([]);
+        };
+        frames
             .iter()
             .filter_map(|f| {
                 self.field_of(f, "jdk.NativeStackFrame", "pc")
                     .and_then(Value::as_i64)
             })
             .map(|pc| pc as u64)
+            .collect()
+    }
+
+    /// A native stack's `segments` (jfr-native's `jfrnative.NativeSegment`s), by increasing
+    /// Java frame index.
+    fn segments(&self, items: &[Value]) -> Arc<[Segment]> {
+        const CLASS: &str = "jfrnative.NativeSegment";
+        let mut out: Vec<Segment> = items
+            .iter()
+            .filter_map(|item| {
+                let index = self
+                    .field_of(item, CLASS, "javaFrameIndex")
+                    .and_then(Value::as_i64)
+                    .and_then(|i| usize::try_from(i).ok())?;
+                Some(Segment {
+                    java_index: index,
+                    pcs: self.pcs(self.field_of(item, CLASS, "frames")),
+                    truncated: self
+                        .field_of(item, CLASS, "truncated")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                })
+            })
             .collect();
-        (pcs, truncated)
+        out.sort_by_key(|s| s.java_index);
+        Arc::from(out)
     }
 }
 

@@ -1,9 +1,8 @@
 //! Writing a symbolized copy of a chunk: every `jdk.CPUTimeSample` gets a stack trace that
 //! starts with its native frames (leaf first, inlined functions as their own frames) followed
-//! by its Java frames, with the native frames between Java frames (`nativeSegments`: the
-//! native code that called a Java frame back) in their place before that Java frame, and
-//! loses the `nativeStackTrace` and `nativeSegments` fields, which `jfr print` cannot print
-//! in text mode. Every other record is copied byte for byte; checkpoints are copied with their
+//! by its Java frames, with the native frames between Java frames (the native stack's
+//! `segments`: the native code that called a Java frame back) in their place before that Java
+//! frame, and loses the `nativeStackTrace` field, which `jfr print` cannot print in text mode. Every other record is copied byte for byte; checkpoints are copied with their
 //! chain re-linked, without the `jdk.NativeStackTrace` pool and with every symbol in UTF-8
 //! (`rewrite/pools.rs`); one new checkpoint holds the new constants; the metadata is the input's
 //! with that field removed and a `jfrnative.Symbolization` event added, which says what was
@@ -77,8 +76,7 @@ pub struct OutputMetadata {
 }
 
 impl OutputMetadata {
-    /// `input` without `jdk.CPUTimeSample.nativeStackTrace` and `nativeSegments`, and with the
-    /// symbolization event.
+    /// `input` without `jdk.CPUTimeSample.nativeStackTrace` and with the symbolization event.
     pub fn new(input: &Metadata) -> Result<OutputMetadata, String> {
         let mut root = input.root.clone();
         let symbolization_id = input.max_class_id() + 1;
@@ -87,13 +85,8 @@ impl OutputMetadata {
         if let Some(md) = root.children.iter_mut().find(|e| e.name == "metadata") {
             for class in md.children.iter_mut() {
                 if class.name == "class" && class.attr("name") == Some("jdk.CPUTimeSample") {
-                    // Both native fields: their frames are in `stackTrace` now.
                     class.children.retain(|f| {
-                        !(f.name == "field"
-                            && matches!(
-                                f.attr("name"),
-                                Some("nativeStackTrace" | "nativeSegments")
-                            ))
+                        !(f.name == "field" && f.attr("name") == Some("nativeStackTrace"))
                     });
                 }
             }

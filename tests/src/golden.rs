@@ -7,7 +7,7 @@ use jfr_writer::*;
 
 use crate::reading::Reading;
 // The views every reader is reduced to, under the names the tests have always used.
-pub use crate::reading::{frame_text, library_line, lost_line, SampleView, CLOCK};
+pub use crate::reading::{frame_text, library_line, lost_line, SampleView, SegmentView, CLOCK};
 
 /// One golden file and what it must read back as.
 pub struct Case {
@@ -121,8 +121,26 @@ impl Fixture {
         period_ticks: u64,
         failed: bool,
     ) {
+        self.sample_with_segments(t, thread, java, native, &[], period_ticks, failed);
+    }
+
+    /// A sample whose native stack has native frames between its Java frames.
+    #[allow(clippy::too_many_arguments)]
+    fn sample_with_segments(
+        &mut self,
+        t: i64,
+        thread: &ThreadInfo,
+        java: Option<(&[Frame], bool)>,
+        native: Option<(&[u64], bool)>,
+        segments: &[NativeSegment<'_>],
+        period_ticks: u64,
+        failed: bool,
+    ) {
         let stack_trace = java.map(|(frames, truncated)| self.rec.stack_trace(frames, truncated));
-        let native_id = native.map(|(pcs, truncated)| self.rec.native_stack_trace(pcs, truncated));
+        let native_id = native.map(|(pcs, truncated)| {
+            self.rec
+                .native_stack_trace_with_segments(pcs, truncated, segments)
+        });
         self.rec.write(&CpuTimeSample {
             start_ticks: t,
             stack_trace,
@@ -131,7 +149,6 @@ impl Fixture {
             sampling_period_ticks: period_ticks,
             biased: false,
             native_stack_trace: native_id,
-            native_segments: &[],
         });
         self.count(EventType::CpuTimeSample);
         let frames: Vec<String> = java
@@ -161,6 +178,14 @@ impl Fixture {
             java: frames,
             native_truncated,
             pcs,
+            segments: segments
+                .iter()
+                .map(|s| SegmentView {
+                    java_frame_index: i64::from(s.java_frame_index),
+                    truncated: s.truncated,
+                    pcs: s.pcs.to_vec(),
+                })
+                .collect(),
         });
     }
 
@@ -392,6 +417,47 @@ pub fn single_chunk(native: NativeStackEncoding) -> Case {
         Some((&on_worker, false)),
         None,
         20_000,
+        false,
+    );
+    // A Java method called back from native code (an upcall): libc and our library's frames
+    // between Java frames 0 and 1; then one whose native frames could not all be walked.
+    let upcall = [
+        frame(m.compute, 7, 2, FrameType::JitCompiled),
+        frame(m.run, 12, 5, FrameType::JitCompiled),
+        frame(m.main, 3, 0, FrameType::Interpreted),
+    ];
+    let between = [LIBC + 0x4_6d10, LIBC + 0x4_7a02, DEMO + 0x1402];
+    f.sample_with_segments(
+        104_000,
+        &main,
+        Some((&upcall, false)),
+        Some((&[], false)),
+        &[NativeSegment {
+            java_frame_index: 1,
+            truncated: false,
+            pcs: &between,
+        }],
+        10_000,
+        false,
+    );
+    f.sample_with_segments(
+        106_000,
+        &main,
+        Some((&upcall, false)),
+        Some((&[LIBC + 0x15_d4a0], false)),
+        &[
+            NativeSegment {
+                java_frame_index: 1,
+                truncated: true,
+                pcs: &between[..1],
+            },
+            NativeSegment {
+                java_frame_index: 2,
+                truncated: false,
+                pcs: &[DEMO + 0x1130],
+            },
+        ],
+        10_000,
         false,
     );
     f.finish(

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::jdk::Jdk;
 pub use crate::reading::Reading;
-use crate::reading::{frame_text, library_line, lost_line, SampleView, CLOCK};
+use crate::reading::{frame_text, library_line, lost_line, SampleView, SegmentView, CLOCK};
 
 /// Runs a command and returns its stdout, or an error with its stderr.
 pub fn run(cmd: &mut Command) -> Result<String, String> {
@@ -175,6 +175,20 @@ fn json_sample(v: &Value) -> Result<SampleView, String> {
             .collect::<Result<_, _>>()?,
         None => vec![],
     };
+    let mut segments = Vec::new();
+    for s in nst["segments"].as_array().into_iter().flatten() {
+        let pcs: Vec<u64> = s["frames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|f| json_u64(&f["pc"]))
+            .collect::<Result<_, _>>()?;
+        segments.push(SegmentView {
+            java_frame_index: s["javaFrameIndex"].as_i64().ok_or("javaFrameIndex")?,
+            truncated: s["truncated"].as_bool().ok_or("segment truncated")?,
+            pcs,
+        });
+    }
     Ok(SampleView {
         thread: v["eventThread"]["javaName"]
             .as_str()
@@ -187,6 +201,7 @@ fn json_sample(v: &Value) -> Result<SampleView, String> {
         java,
         native_truncated: nst["truncated"].as_bool(),
         pcs,
+        segments,
     })
 }
 
@@ -431,6 +446,26 @@ fn jfrs_sample(v: &Accessor<'_>) -> Result<SampleView, String> {
             pcs.push(long(&f, "pc")? as u64);
         }
     }
+    let mut segments = Vec::new();
+    if let Some(items) = nst
+        .as_ref()
+        .and_then(|s| s.get_field("segments"))
+        .and_then(|f| f.as_iter())
+    {
+        for s in items {
+            let mut pcs = Vec::new();
+            if let Some(frames) = s.get_field("frames").and_then(|f| f.as_iter()) {
+                for f in frames {
+                    pcs.push(long(&f, "pc")? as u64);
+                }
+            }
+            segments.push(SegmentView {
+                java_frame_index: long(&s, "javaFrameIndex")?,
+                truncated: boolean(&s, "truncated").ok_or("segment truncated")?,
+                pcs,
+            });
+        }
+    }
     Ok(SampleView {
         thread: thread
             .as_ref()
@@ -443,7 +478,29 @@ fn jfrs_sample(v: &Accessor<'_>) -> Result<SampleView, String> {
         java,
         native_truncated: nst.as_ref().and_then(|s| boolean(s, "truncated")),
         pcs,
+        segments,
     })
+}
+
+// ---------------------------------------------------------------- jfr-symbolize --format json
+
+/// (flat, cum) CPU ns of the frames named `name`, from `jfr-symbolize --format json`'s
+/// stacks: flat where it is the leaf, cum where it is anywhere in the stack.
+pub fn report_flat_cum(json: &Value, name: &str) -> (u64, u64) {
+    let frames = json["frames"].as_array().unwrap();
+    let named = |id: &Value| frames[id.as_u64().unwrap() as usize]["name"] == name;
+    let (mut flat, mut cum) = (0, 0);
+    for stack in json["stacks"].as_array().unwrap() {
+        let ids = stack["frames"].as_array().unwrap();
+        let ns = stack["weight"]["cpuNanos"].as_u64().unwrap();
+        if ids.first().is_some_and(named) {
+            flat += ns;
+        }
+        if ids.iter().any(named) {
+            cum += ns;
+        }
+    }
+    (flat, cum)
 }
 
 #[cfg(test)]

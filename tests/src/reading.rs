@@ -70,6 +70,28 @@ pub struct SampleView {
     pub native_truncated: Option<bool>,
     /// `nativeStackTrace.frames[].pc`.
     pub pcs: Vec<u64>,
+    /// `nativeStackTrace.segments` (jfr-native's native frames between Java frames).
+    pub segments: Vec<SegmentView>,
+}
+
+/// One `jfrnative.NativeSegment` as any reader sees it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SegmentView {
+    /// `javaFrameIndex`.
+    pub java_frame_index: i64,
+    /// `truncated`.
+    pub truncated: bool,
+    /// `frames[].pc`.
+    pub pcs: Vec<u64>,
+}
+
+impl std::fmt::Display for SegmentView {
+    /// `@index:pc,pc`, with `+gap` after the index when truncated.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pcs: Vec<String> = self.pcs.iter().map(|pc| format!("{pc:#x}")).collect();
+        let gap = if self.truncated { "+gap" } else { "" };
+        write!(f, "@{}{gap}:{}", self.java_frame_index, pcs.join(","))
+    }
 }
 
 fn opt(b: Option<bool>) -> String {
@@ -78,9 +100,14 @@ fn opt(b: Option<bool>) -> String {
 
 impl SampleView {
     /// The native part only, as the `RecordingFile` oracle prints it (`NATIVE` lines carry
-    /// program counters only).
+    /// every program counter of the native stack in encounter order: its frames, then its
+    /// segments' frames).
     pub fn pcs_text(&self) -> String {
-        let pcs: Vec<String> = self.pcs.iter().map(|pc| format!("{pc:#x}")).collect();
+        let all = self
+            .pcs
+            .iter()
+            .chain(self.segments.iter().flat_map(|s| &s.pcs));
+        let pcs: Vec<String> = all.map(|pc| format!("{pc:#x}")).collect();
         format!("pcs=[{}]", pcs.join(","))
     }
 
@@ -104,7 +131,12 @@ impl std::fmt::Display for SampleView {
             self.java.join(","),
             opt(self.native_truncated),
             self.pcs_text()
-        )
+        )?;
+        if !self.segments.is_empty() {
+            let segments: Vec<String> = self.segments.iter().map(|s| s.to_string()).collect();
+            write!(f, " segments=[{}]", segments.join(" "))?;
+        }
+        Ok(())
     }
 }
 

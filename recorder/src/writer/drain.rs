@@ -441,7 +441,7 @@ impl Drain {
             if self.segments.take(kind, pair[1]) {
                 continue;
             }
-            self.segments.close(&mut self.rec, self.java.len());
+            self.segments.close(self.java.len());
             let frame =
                 self.methods
                     .frame(&self.jvmti, &mut self.rec, bci, pair[1] as *mut _, kind);
@@ -469,14 +469,17 @@ impl Drain {
         // The native frames above the first Java frame: the native walk's, then those the VM
         // walk found past a stub the sample was taken in (its native callers).
         let (more, more_gap) = self.segments.top();
+        let segments = self.segments.written();
         let native = if more.is_empty() && !more_gap {
-            self.rec.native_stack_trace(pcs, stop.truncated())
+            self.rec
+                .native_stack_trace_with_segments(pcs, stop.truncated(), &segments)
         } else {
             self.native_pcs.clear();
             self.native_pcs.extend_from_slice(pcs);
             self.native_pcs.extend_from_slice(more);
             let truncated = more_gap || (more.is_empty() && stop.truncated());
-            self.rec.native_stack_trace(&self.native_pcs, truncated)
+            self.rec
+                .native_stack_trace_with_segments(&self.native_pcs, truncated, &segments)
         };
         // The sample's CPU weight, ns: the timer's interval × (1 + overruns), or the thread's
         // CPU time since its previous perf sample.
@@ -489,7 +492,6 @@ impl Drain {
             sampling_period_ticks: period_ns / 1_000,
             biased: false,
             native_stack_trace: Some(native),
-            native_segments: self.segments.written(),
         });
         self.summary.samples += 1;
         self.summary.cpu_ns += period_ns;

@@ -236,7 +236,6 @@ mod tests {
                 sampling_period_ticks: 1,
                 biased: false,
                 native_stack_trace: Some(native),
-                native_segments: &[],
             });
         };
         // First chunk: every library, whatever the samples reach.

@@ -1,13 +1,13 @@
 //! The native frames between a sample's Java frames, as the VM walk left them in the record:
 //! `kind::NATIVE_PC` frames (and a `kind::NATIVE_GAP` where some could not be walked) in
-//! stack order among the Java frames. Each run becomes a `jfrnative.NativeSegment` placed
-//! before the Java frame that follows it. A run before the first Java frame (the native
+//! stack order among the Java frames. Each run becomes a `jfrnative.NativeSegment` (in the
+//! sample's `jdk.NativeStackTrace`) placed before the Java frame that follows it. A run before the first Java frame (the native
 //! callers of a stub the sample was taken in, such as the call stub or an upcall stub) belongs
 //! to the native frames above the first Java frame: it continues the sample's
 //! `nativeStackTrace`. A run with no Java frame after it is dropped (the walk writes none: it
 //! records the native callers of a Java frame only).
 
-use jfr_writer::{ChunkOutput, NativeSegment, Recording};
+use jfr_writer::NativeSegment;
 
 use crate::hotspot::javawalk::kind;
 
@@ -22,8 +22,10 @@ pub(crate) struct Segments {
     top: Vec<u64>,
     /// Whether some are missing among them.
     top_gap: bool,
-    /// The sample's finished segments.
-    written: Vec<NativeSegment>,
+    /// The sample's finished segments: (Java frame index, truncated, pcs from, pcs to).
+    written: Vec<(u32, bool, usize, usize)>,
+    /// Their pcs.
+    written_pcs: Vec<u64>,
 }
 
 impl Segments {
@@ -34,6 +36,7 @@ impl Segments {
         self.top.clear();
         self.top_gap = false;
         self.written.clear();
+        self.written_pcs.clear();
     }
 
     /// Takes a record frame of kind `kind` (second word `word`) if it is a native frame
@@ -49,7 +52,7 @@ impl Segments {
 
     /// Ends the open run, if any, as the segment before Java frame `java_index` (or, before
     /// the first, as more native frames above it).
-    pub fn close<W: ChunkOutput>(&mut self, rec: &mut Recording<W>, java_index: usize) {
+    pub fn close(&mut self, java_index: usize) {
         if self.pcs.is_empty() && !self.gap {
             return;
         }
@@ -57,12 +60,11 @@ impl Segments {
             self.close_top();
             return;
         }
-        let stack = rec.native_stack_trace(&self.pcs, self.gap);
-        self.written.push(NativeSegment {
-            java_frame_index: i32::try_from(java_index).unwrap_or(i32::MAX),
-            stack,
-        });
-        self.pcs.clear();
+        let from = self.written_pcs.len();
+        self.written_pcs.append(&mut self.pcs);
+        let index = u32::try_from(java_index).unwrap_or(u32::MAX);
+        self.written
+            .push((index, self.gap, from, self.written_pcs.len()));
         self.gap = false;
     }
 
@@ -89,37 +91,31 @@ impl Segments {
     }
 
     /// The finished segments.
-    pub fn written(&self) -> &[NativeSegment] {
-        &self.written
+    pub fn written(&self) -> Vec<NativeSegment<'_>> {
+        self.written
+            .iter()
+            .map(|&(java_frame_index, truncated, from, to)| NativeSegment {
+                java_frame_index,
+                truncated,
+                pcs: self.written_pcs.get(from..to).unwrap_or_default(),
+            })
+            .collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jfr_writer::{Clock, NativeStackEncoding, RecordingOptions};
-
-    fn recording() -> Recording<Vec<u8>> {
-        let options = RecordingOptions {
-            clock: Clock {
-                ticks_per_second: 1_000_000,
-                origin_ticks: 0,
-                origin_epoch_nanos: 0,
-            },
-            native_stack_encoding: NativeStackEncoding::Pooled,
-        };
-        Recording::new(Vec::new(), options, 0).unwrap()
-    }
 
     /// Feeds record frames as the drain does; the number of Java frames.
-    fn feed(s: &mut Segments, rec: &mut Recording<Vec<u8>>, frames: &[(u8, u64)]) -> usize {
+    fn feed(s: &mut Segments, frames: &[(u8, u64)]) -> usize {
         s.clear();
         let mut java = 0usize;
         for &(k, word) in frames {
             if s.take(k, word) {
                 continue;
             }
-            s.close(rec, java);
+            s.close(java);
             java += 1;
         }
         s.finish(java);
@@ -128,7 +124,6 @@ mod tests {
 
     #[test]
     fn runs_of_native_frames_become_segments_before_the_next_java_frame() {
-        let mut rec = recording();
         let mut s = Segments::default();
         // A stub's callers before Java 0, [0x10, 0x20] before Java 1, a gap alone before
         // Java 2, a trailing run.
@@ -143,27 +138,32 @@ mod tests {
             (kind::INLINED, 3),
             (kind::NATIVE_PC, 0x30),
         ];
-        assert_eq!(feed(&mut s, &mut rec, &frames), 3);
-        let indexes: Vec<i32> = s.written().iter().map(|w| w.java_frame_index).collect();
-        assert_eq!(indexes, vec![1, 2]);
-        assert_eq!(
-            s.written()[0].stack,
-            rec.native_stack_trace(&[0x10, 0x20], false)
-        );
-        assert_eq!(s.written()[1].stack, rec.native_stack_trace(&[], true));
+        assert_eq!(feed(&mut s, &frames), 3);
+        let expected = [
+            NativeSegment {
+                java_frame_index: 1,
+                truncated: false,
+                pcs: &[0x10, 0x20],
+            },
+            NativeSegment {
+                java_frame_index: 2,
+                truncated: true,
+                pcs: &[],
+            },
+        ];
+        assert_eq!(s.written(), expected);
         assert_eq!(s.top(), (&[0x1, 0x2][..], false));
     }
 
     #[test]
     fn native_frames_without_any_java_frame_are_all_above_the_first_java_frame() {
-        let mut rec = recording();
         let mut s = Segments::default();
         let frames = [
             (kind::NATIVE_PC, 0x1),
             (kind::NATIVE_GAP, 0),
             (kind::NATIVE_PC, 0x2),
         ];
-        assert_eq!(feed(&mut s, &mut rec, &frames), 0);
+        assert_eq!(feed(&mut s, &frames), 0);
         assert!(s.written().is_empty());
         assert_eq!(s.top(), (&[0x1, 0x2][..], true));
     }

@@ -281,7 +281,6 @@ mod tests {
                     sampling_period_ticks: 4_000,
                     biased: false,
                     native_stack_trace: Some(native),
-                    native_segments: &[],
                 });
             }
             rec.rotate((chunk + 1) * 1_000_000).unwrap();

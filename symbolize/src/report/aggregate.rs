@@ -7,7 +7,7 @@ use std::sync::Arc;
 use indexmap::IndexSet;
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
-use super::located::{Cut, Located};
+use super::located::{Cut, Located, Origin};
 pub use super::weight::Weight;
 use crate::profile::{ChunkProfile, JavaFrame};
 use crate::resolve::{Frame, Symbolizer};
@@ -215,6 +215,9 @@ pub struct Filter {
     /// Also keep the samples by thread and by location ([`Aggregate::located`]: program
     /// counters, libraries, inline chains), for the pprof export.
     pub locations: bool,
+    /// Also keep, with the samples by location, each sample's time and weight and its thread's
+    /// ids, for the OTLP export (implies `locations`).
+    pub events: bool,
 }
 
 /// Every kept sample folded by (thread, stack).
@@ -386,7 +389,7 @@ impl Aggregate {
         if self.source == Source::CpuTime {
             self.intervals_ns.extend(profile.interval_ns);
         }
-        if filter.locations && self.located.is_none() {
+        if (filter.locations || filter.events) && self.located.is_none() {
             self.located = Some(Located::default());
         }
         let mut stack = Vec::new();
@@ -463,7 +466,12 @@ impl Aggregate {
                 cpu_ns: sample.weight_ns,
                 samples: 1,
             };
-            self.add_stack(&mut stack, &mut cuts, sample.thread.clone(), filter, w);
+            let origin = Origin {
+                thread: sample.thread.clone(),
+                thread_ids: sample.thread_ids,
+                time_nanos: event_nanos(sample.start_ticks, chunk_clock),
+            };
+            self.add_stack(&mut stack, &mut cuts, origin, filter, w);
             self.recorded.add(sample.weight_ns);
             if sample.failed {
                 self.failed.add(sample.weight_ns);
@@ -505,7 +513,12 @@ impl Aggregate {
                 cpu_ns: lost.cpu_ns.unwrap_or(0),
                 samples: lost.samples,
             };
-            self.add_stack(&mut stack, &mut cuts, lost.thread.clone(), filter, w);
+            let origin = Origin {
+                thread: lost.thread.clone(),
+                thread_ids: lost.thread_ids,
+                time_nanos: event_nanos(lost.start_ticks, chunk_clock),
+            };
+            self.add_stack(&mut stack, &mut cuts, origin, filter, w);
             self.lost.add_weight(w);
             if lost.cpu_ns.is_none() {
                 self.lost_cpu_unknown += lost.samples;
@@ -517,19 +530,21 @@ impl Aggregate {
         &mut self,
         stack: &mut Vec<u32>,
         cuts: &mut Vec<Cut<'_>>,
-        thread: Option<Arc<str>>,
+        origin: Origin,
         filter: &Filter,
         w: Weight,
     ) {
-        let named = thread.clone();
-        let thread = thread.unwrap_or_else(|| Arc::from("[unknown thread]"));
+        let thread = origin
+            .thread
+            .clone()
+            .unwrap_or_else(|| Arc::from("[unknown thread]"));
         if filter.per_thread {
             let root = FrameKey::placeholder(&format!("[{thread}]"));
             stack.push(self.intern(root));
             Cut::close(cuts, stack.len());
         }
         if let Some(located) = &mut self.located {
-            located.add(named, stack, cuts, w);
+            located.add(&origin, stack, cuts, w, filter.events);
         }
         match self.stacks.get_mut(stack.as_slice()) {
             Some(weight) => weight.add_weight(w),
@@ -542,13 +557,25 @@ impl Aggregate {
     }
 }
 
+/// The time of an event at `start_ticks` of a chunk whose clock is (start ns, start ticks, ticks
+/// per second), ns since the epoch.
+fn event_nanos(
+    start_ticks: i64,
+    (start_nanos, chunk_ticks, ticks_per_second): (i64, i64, i64),
+) -> i64 {
+    let tps = ticks_per_second.max(1) as i128;
+    let at = i128::from(start_nanos)
+        + (i128::from(start_ticks) - i128::from(chunk_ticks)) * 1_000_000_000 / tps;
+    at.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
 /// Whether an event of `thread` at `start_ticks` passes `filter`.
 fn keep(
     thread: Option<&str>,
     start_ticks: i64,
     filter: &Filter,
     origin_nanos: i64,
-    (start_nanos, chunk_ticks, ticks_per_second): (i64, i64, i64),
+    chunk_clock: (i64, i64, i64),
 ) -> bool {
     if !filter.threads.is_empty() {
         let name = thread.unwrap_or("");
@@ -557,10 +584,7 @@ fn keep(
         }
     }
     if filter.from_ns.is_some() || filter.to_ns.is_some() {
-        let tps = ticks_per_second.max(1) as i128;
-        let at = i128::from(start_nanos)
-            + (i128::from(start_ticks) - i128::from(chunk_ticks)) * 1_000_000_000 / tps
-            - i128::from(origin_nanos);
+        let at = i128::from(event_nanos(start_ticks, chunk_clock)) - i128::from(origin_nanos);
         if filter.from_ns.is_some_and(|f| at < i128::from(f)) {
             return false;
         }

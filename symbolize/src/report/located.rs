@@ -1,6 +1,8 @@
 //! Samples kept by thread and by location: what an export that keeps program counters,
-//! libraries, inline chains and thread names needs (pprof), beside the folded stacks of the
-//! other views. Collected only when [`Filter::locations`](super::Filter::locations) asks.
+//! libraries, inline chains and thread names needs (pprof, OTLP), beside the folded stacks of
+//! the other views. Collected only when [`Filter::locations`](super::Filter::locations) asks;
+//! with [`Filter::events`](super::Filter::events) each sample's time and weight and its
+//! thread's ids are kept too (OTLP).
 
 use std::sync::Arc;
 
@@ -8,6 +10,7 @@ use indexmap::IndexSet;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use super::weight::Weight;
+use crate::profile::ThreadIds;
 use crate::resolve::LibraryRef;
 
 /// One location of a stack: the frames that share one program counter (a native function and
@@ -31,8 +34,42 @@ pub struct LocationKey {
 pub struct SampleKey {
     /// The thread's name; `None` when the event names no thread (some lost samples).
     pub thread: Option<Arc<str>>,
+    /// The thread's ids, kept only with [`Filter::events`](super::Filter::events) (all `None`
+    /// otherwise, so that pprof has one sample per thread name and stack).
+    pub thread_ids: ThreadIds,
     /// Indexes into [`Located::locations`], leaf first.
     pub locations: Vec<u32>,
+}
+
+/// One event as recorded: a sample, or one `jdk.CPUTimeSamplesLost` (its samples and their CPU
+/// time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event {
+    /// When it was taken, ns since the epoch (its `startTime` on the chunk's clock).
+    pub time_nanos: i64,
+    /// What it weighs.
+    pub weight: Weight,
+}
+
+/// The samples of one [`SampleKey`].
+#[derive(Debug, Default, Clone)]
+pub struct Samples {
+    /// Their weight.
+    pub weight: Weight,
+    /// Each event, in the order read, with [`Filter::events`](super::Filter::events); empty
+    /// otherwise.
+    pub events: Vec<Event>,
+}
+
+/// Whose a sample is and when it was taken, as [`Located::add`] keeps it.
+#[derive(Debug, Clone)]
+pub(crate) struct Origin {
+    /// The thread's name.
+    pub thread: Option<Arc<str>>,
+    /// The thread's ids.
+    pub thread_ids: ThreadIds,
+    /// When, ns since the epoch.
+    pub time_nanos: i64,
 }
 
 /// The samples of an [`Aggregate`](super::Aggregate) by thread and by location. Every sample
@@ -46,8 +83,8 @@ pub struct Located {
     pub mapping_named: Vec<bool>,
     /// Distinct locations.
     pub locations: IndexSet<LocationKey, FxBuildHasher>,
-    /// (thread, locations) → weight.
-    pub samples: FxHashMap<SampleKey, Weight>,
+    /// (thread, locations) → weight (and events).
+    pub samples: FxHashMap<SampleKey, Samples>,
 }
 
 /// Where a location ends in a stack being built, and what it is: the aggregate marks one after
@@ -80,14 +117,15 @@ impl Cut<'_> {
 }
 
 impl Located {
-    /// Adds the weight `w` of a sample of `thread` whose frames are `stack` (leaf first),
-    /// cut into locations by `cuts`.
+    /// Adds the weight `w` of a sample of `origin` whose frames are `stack` (leaf first), cut
+    /// into locations by `cuts`; with `events`, the sample's time and thread ids too.
     pub(crate) fn add(
         &mut self,
-        thread: Option<Arc<str>>,
+        origin: &Origin,
         stack: &[u32],
         cuts: &[Cut<'_>],
         w: Weight,
+        events: bool,
     ) {
         let mut locations = Vec::with_capacity(cuts.len());
         let mut start = 0;
@@ -104,8 +142,23 @@ impl Located {
             locations.push(self.locations.insert_full(key).0 as u32);
             start = cut.end;
         }
-        let key = SampleKey { thread, locations };
-        self.samples.entry(key).or_default().add_weight(w);
+        let key = SampleKey {
+            thread: origin.thread.clone(),
+            thread_ids: if events {
+                origin.thread_ids
+            } else {
+                ThreadIds::default()
+            },
+            locations,
+        };
+        let samples = self.samples.entry(key).or_default();
+        samples.weight.add_weight(w);
+        if events {
+            samples.events.push(Event {
+                time_nanos: origin.time_nanos,
+                weight: w,
+            });
+        }
     }
 
     fn mapping(&mut self, library: &LibraryRef, named: bool) -> u32 {

@@ -4,6 +4,7 @@ pub mod aggregate;
 pub mod collapsed;
 pub mod json;
 pub mod located;
+pub mod otlp;
 pub mod pprof;
 pub mod text;
 pub mod weight;

@@ -1,13 +1,17 @@
 //! `jfr-symbolize`: resolves the native PCs of a jfr-native recording offline and writes a
-//! symbolized JFR, folded stacks, a flame graph, a text report, JSON or pprof.
+//! symbolized JFR, folded stacks, a flame graph, a text report, JSON, pprof or OTLP profiles,
+//! and sends OTLP profiles to a fleet backend (`--upload`).
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
-use symbolize::report::{collapsed, json, pprof, text, Filter};
+use symbolize::report::{collapsed, json, otlp, pprof, text, Filter};
 use symbolize::{Debuginfod, Options, Symbolizer};
+use tools::upload::endpoint::process_env;
+use tools::upload::send::{encode_body, Answer, Backoff, Sender};
+use tools::upload::{export, Endpoint, UploadFlags};
 use tools::{flamegraph, flamegraph_html};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -27,6 +31,10 @@ enum Format {
     /// pprof (gzip-compressed profile.proto) for go tool pprof, Pyroscope, Parca: samples
     /// and CPU ns per stack, thread labels, native frames with addresses and mappings.
     Pprof,
+    /// OpenTelemetry profiles (OTLP, proto v1.10.0): one ExportProfilesServiceRequest, the body
+    /// an OTLP/HTTP upload sends, for an OpenTelemetry Collector, Pyroscope, Parca: each
+    /// sample's CPU ns and time, thread name and id, native frames with mappings and build-ids.
+    Otlp,
     /// Where the input's bytes go: metadata, each constant pool, each event type, and each
     /// field of the events, per chunk and per sample (nothing is symbolized).
     Sizes,
@@ -44,7 +52,7 @@ struct Args {
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Output format; default: from the output's extension (.jfr, .svg, .html, .txt, .json,
-    /// .collapsed, .folded, .pb.gz, .pprof), else text (html with --diff).
+    /// .collapsed, .folded, .pb.gz, .pprof, .otlp, .otlp.pb), else text (html with --diff).
     #[arg(short, long, value_enum)]
     format: Option<Format>,
     /// A differential HTML flame graph: the input is NEW, this recording is BASE (each
@@ -82,6 +90,9 @@ struct Args {
     /// No progress line on a terminal.
     #[arg(short, long)]
     quiet: bool,
+    /// Where to send the profile (OTLP over HTTP).
+    #[command(flatten)]
+    upload: UploadFlags,
 }
 
 fn format_of(args: &Args) -> Format {
@@ -94,11 +105,15 @@ fn format_of(args: &Args) -> Format {
         .and_then(|p| p.extension())
         .and_then(|e| e.to_str())
         .unwrap_or("");
-    let pb_gz = args
-        .output
-        .as_ref()
-        .is_some_and(|p| p.to_string_lossy().ends_with(".pb.gz"));
-    if pb_gz {
+    let ends_with = |suffix: &str| {
+        args.output
+            .as_ref()
+            .is_some_and(|p| p.to_string_lossy().ends_with(suffix))
+    };
+    if ends_with(".otlp.pb") {
+        return Format::Otlp;
+    }
+    if ends_with(".pb.gz") {
         return Format::Pprof;
     }
     match ext {
@@ -108,6 +123,7 @@ fn format_of(args: &Args) -> Format {
         "json" => Format::Json,
         "collapsed" | "folded" => Format::Collapsed,
         "pprof" => Format::Pprof,
+        "otlp" => Format::Otlp,
         _ if args.diff.is_some() => Format::Html,
         _ => Format::Text,
     }
@@ -115,7 +131,22 @@ fn format_of(args: &Args) -> Format {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
+    // A bad endpoint, header or resource variable stops here, before anything is read (2, as
+    // clap's own usage errors).
+    let upload = match args.upload.endpoint(&process_env).and_then(|endpoint| {
+        let resource = match &endpoint {
+            Some(_) => export::resource_attributes(&process_env)?,
+            None => Vec::new(),
+        };
+        Ok(endpoint.map(|e| (e, resource)))
+    }) {
+        Ok(upload) => upload,
+        Err(message) => {
+            eprintln!("jfr-symbolize: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args, upload.as_ref()) {
         Ok(code) => code,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
@@ -202,7 +233,58 @@ fn write_sizes(args: &Args, bytes: &[u8]) -> io::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run(args: &Args) -> io::Result<ExitCode> {
+/// Posts the OTLP export of `agg` to `endpoint`, retrying with backoff (429, 5xx, connection
+/// failures) up to 5 times.
+fn upload_export(
+    agg: &symbolize::report::Aggregate,
+    (endpoint, resource): &(Endpoint, Vec<(String, String)>),
+) -> io::Result<()> {
+    let request = otlp::encode(agg, resource)?;
+    let body = encode_body(endpoint.gzip, &request);
+    let sender = Sender::new(endpoint.clone());
+    let mut backoff = Backoff::new();
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match sender.post(&body) {
+            Answer::Sent { partial, .. } => {
+                eprintln!(
+                    "jfr-symbolize: sent {} samples ({:.1} KB) to {}",
+                    agg.total.samples,
+                    body.len() as f64 / 1024.0,
+                    endpoint.url
+                );
+                if let Some(p) = partial {
+                    eprintln!("jfr-symbolize: {}: {p}", endpoint.url);
+                }
+                return Ok(());
+            }
+            Answer::Rejected { why } => {
+                return Err(io::Error::other(format!(
+                    "upload to {} refused: {why}",
+                    endpoint.url
+                )))
+            }
+            Answer::Retry { why, .. } if tries >= 5 => {
+                return Err(io::Error::other(format!(
+                    "upload to {} failed after {tries} tries: {why}",
+                    endpoint.url
+                )))
+            }
+            Answer::Retry { why, after } => {
+                let wait = backoff.wait(after);
+                eprintln!(
+                    "jfr-symbolize: {}: {why}; trying again in {:.1} s",
+                    endpoint.url,
+                    wait.as_secs_f64()
+                );
+                std::thread::sleep(wait);
+            }
+        }
+    }
+}
+
+fn run(args: &Args, upload: Option<&(Endpoint, Vec<(String, String)>)>) -> io::Result<ExitCode> {
     let files = symbolize::driver::input_files(&args.inputs)?;
     let sizes: Vec<u64> = files
         .iter()
@@ -228,7 +310,9 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         }
         return write_sizes(args, &bytes);
     }
-    let to_stdout = args.output.as_ref().is_none_or(|p| p.as_os_str() == "-");
+    // With --upload and no -o, the upload is the output.
+    let only_upload = upload.is_some() && args.output.is_none();
+    let to_stdout = !only_upload && args.output.as_ref().is_none_or(|p| p.as_os_str() == "-");
     if format == Format::Jfr && to_stdout && io::stdout().is_terminal() {
         return Err(io::Error::other(
             "a JFR file is binary: give -o OUT.jfr or redirect standard output",
@@ -237,6 +321,11 @@ fn run(args: &Args) -> io::Result<ExitCode> {
     if format == Format::Pprof && to_stdout && io::stdout().is_terminal() {
         return Err(io::Error::other(
             "a pprof file is binary: give -o OUT.pb.gz or redirect standard output",
+        ));
+    }
+    if format == Format::Otlp && to_stdout && io::stdout().is_terminal() {
+        return Err(io::Error::other(
+            "an OTLP file is binary: give -o OUT.otlp.pb or redirect standard output",
         ));
     }
     let mut options = Options::default();
@@ -254,16 +343,18 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         from_ns: args.from.map(|s| (s * 1e9) as u64),
         to_ns: args.to.map(|s| (s * 1e9) as u64),
         locations: format == Format::Pprof,
+        events: format == Format::Otlp || upload.is_some(),
     };
     // A file output is written to a temporary file beside it and renamed over it only once
     // something could be read: an existing output survives unreadable input, and no empty
     // file is left behind (the temporary file is removed when dropped).
-    let output_path = (!to_stdout).then(|| args.output.clone().unwrap_or_default());
+    let output_path = args.output.clone().filter(|p| p.as_os_str() != "-");
     let temporary = match &output_path {
         Some(path) => Some(temporary_beside(path)?),
         None => None,
     };
     let mut sink: Box<dyn Write> = match &temporary {
+        None if only_upload => Box::new(io::sink()),
         None => Box::new(io::BufWriter::new(io::stdout().lock())),
         Some(file) => Box::new(io::BufWriter::new(file.as_file().try_clone()?)),
     };
@@ -283,7 +374,7 @@ fn run(args: &Args) -> io::Result<ExitCode> {
                 eprint!("\rjfr-symbolize: {:3}%", at * 100 / total_bytes.max(1));
             }
         };
-        let jfr_out: Option<&mut dyn Write> = if format == Format::Jfr {
+        let jfr_out: Option<&mut dyn Write> = if format == Format::Jfr && !only_upload {
             Some(&mut *sink)
         } else {
             None
@@ -319,6 +410,7 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         collapsed::Unit::CpuNanos
     };
     match format {
+        _ if only_upload => {}
         Format::Jfr => {}
         Format::Collapsed => collapsed::write(agg, unit, &mut *sink)?,
         Format::Flamegraph => {
@@ -343,6 +435,13 @@ fn run(args: &Args) -> io::Result<ExitCode> {
         Format::Text => text::write(agg, args.top, &mut *sink)?,
         Format::Json => json::write(agg, &mut *sink)?,
         Format::Pprof => pprof::write(agg, &mut *sink)?,
+        Format::Otlp => {
+            let resource = match upload {
+                Some((_, resource)) => resource.clone(),
+                None => export::resource_attributes(&process_env).map_err(io::Error::other)?,
+            };
+            otlp::write(agg, &resource, &mut *sink)?
+        }
         Format::Sizes => {}
     }
     sink.flush()?;
@@ -354,6 +453,9 @@ fn run(args: &Args) -> io::Result<ExitCode> {
                 format!("cannot write {}: {}", path.display(), e.error),
             )
         })?;
+    }
+    if let Some(upload) = upload {
+        upload_export(agg, upload)?;
     }
     for p in symbolizer.problems() {
         eprintln!("jfr-symbolize: {}: {}", p.library, p.reason);

@@ -2,6 +2,8 @@
 //!
 //! - `jfrnative record [-i 10ms] [-o out.jfr] [--] java ARGS...`
 //! - `jfrnative attach PID [-d 30s] [-o out.jfr]`
+//! - `jfrnative record|attach ... -o DIR/ --upload [URL]`: each finished chunk sent to an OTLP
+//!   endpoint while the JVM runs
 //! - `jfrnative demo`
 
 use std::path::{Path, PathBuf};
@@ -13,6 +15,9 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser, Subcommand};
 use tools::agent_flags::AgentFlags;
 use tools::session::{self, Session};
+use tools::upload::continuous::{self, Continuous, ContinuousFlags};
+use tools::upload::endpoint::process_env;
+use tools::upload::export;
 use tools::{any_command, attach, demo, duration, jdk};
 
 /// CPU-time profiles of Java programs with the native frames (C, C++, Rust, libc, the JVM)
@@ -29,6 +34,7 @@ const RECORD_EXAMPLES: &str = "Examples:
   jfrnative record -i 1ms -o app.jfr -- java -cp app.jar com.example.Main
   jfrnative record --cstack fp --native-depth 64 --chunk 10s/64mb -- java -jar app.jar
   jfrnative record --jstack agct-vm --nstack inline -- $JAVA_HOME/bin/java -jar app.jar
+  jfrnative record -o rec/ --upload http://collector:4318/v1development/profiles -- java -jar app.jar
 
 Leaves out.jfr (the recording), out.symbolized.jfr (for JDK Mission Control and jfr print),
 out.svg (flame graph) and out.txt (the full report).";
@@ -76,6 +82,9 @@ struct RecordArgs {
     /// JAVA_TOOL_OPTIONS and each write OUT-PID.jfr.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<String>,
+    /// Send each finished chunk (with -o DIR/) to an OTLP endpoint.
+    #[command(flatten)]
+    upload: ContinuousFlags,
 }
 
 #[derive(Args, Debug)]
@@ -93,6 +102,9 @@ struct AttachArgs {
     attach_timeout: Duration,
     #[command(flatten)]
     common: Common,
+    /// Send each finished chunk (with -o DIR/) to an OTLP endpoint.
+    #[command(flatten)]
+    upload: ContinuousFlags,
 }
 
 #[derive(Args, Debug)]
@@ -118,6 +130,83 @@ impl Cmd {
             Cmd::Demo(a) => &a.common,
         }
     }
+
+    /// The upload flags and the output they go with.
+    fn upload(&self) -> Option<(&ContinuousFlags, Option<&Path>)> {
+        match self {
+            Cmd::Record(a) => Some((&a.upload, a.output.as_deref())),
+            Cmd::Attach(a) => Some((&a.upload, a.output.as_deref())),
+            Cmd::Demo(_) => None,
+        }
+    }
+}
+
+/// A continuous upload, checked and ready to start.
+struct Upload {
+    endpoint: tools::upload::Endpoint,
+    resource: Vec<(String, String)>,
+    spool_bytes: u64,
+}
+
+/// The upload the flags ask for, checked: the endpoint, headers and variables, the spool's
+/// bound, and a directory output. The error names the flag or variable.
+fn checked_upload(
+    flags: &ContinuousFlags,
+    output: Option<&Path>,
+) -> Result<Option<Upload>, String> {
+    let Some(endpoint) = flags.upload.endpoint(&process_env)? else {
+        return Ok(None);
+    };
+    let spool_bytes = flags.spool_bytes()?;
+    let resource = export::resource_attributes(&process_env)?;
+    let directory = output.is_some_and(|o| o.to_string_lossy().ends_with('/') || o.is_dir());
+    if !directory {
+        return Err(
+            "--upload sends each finished chunk of a directory recording: give -o DIR/ (one \
+             file per chunk; --chunk sets how often)"
+                .into(),
+        );
+    }
+    Ok(Some(Upload {
+        endpoint,
+        resource,
+        spool_bytes,
+    }))
+}
+
+/// Starts sending the chunk files of `session`'s directory.
+fn start_upload(session: &Session, upload: Option<Upload>) -> Result<Option<Continuous>, Failure> {
+    let Some(upload) = upload else {
+        return Ok(None);
+    };
+    let dir = session.outputs.recording.clone();
+    let config = continuous::Config {
+        spool_dir: continuous::spool_dir_of(&dir),
+        dir,
+        spool_bytes: upload.spool_bytes,
+        endpoint: upload.endpoint,
+        resource: upload.resource,
+    };
+    eprintln!(
+        "jfrnative: each finished chunk goes to {} (waiting ones in {}, at most {})",
+        config.endpoint.url,
+        config.spool_dir.display(),
+        continuous::size_text(config.spool_bytes)
+    );
+    Continuous::start(config)
+        .map(Some)
+        .map_err(|e| format!("cannot start the upload: {e}"))
+}
+
+/// After the recording: the last chunks are sent (at most [`continuous::DRAIN`] more), and
+/// what was sent is said.
+fn finish_upload(upload: Option<Continuous>) {
+    if let Some(upload) = upload {
+        let (_, summary) = upload.finish(continuous::DRAIN);
+        for line in summary.lines() {
+            eprintln!("jfrnative: {line}");
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -128,12 +217,23 @@ fn main() -> ExitCode {
         eprintln!("jfrnative: {message}");
         return ExitCode::from(2);
     }
+    // So do a bad upload endpoint, header, variable or spool bound.
+    let upload = match cli.command.upload() {
+        Some((flags, output)) => match checked_upload(flags, output) {
+            Ok(u) => u,
+            Err(message) => {
+                eprintln!("jfrnative: {message}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
     let result =
         jdk::check_platform(std::env::consts::OS, std::env::consts::ARCH).and_then(|()| match cli
             .command
         {
-            Cmd::Record(a) => record(a),
-            Cmd::Attach(a) => attach_command(a),
+            Cmd::Record(a) => record(a, upload),
+            Cmd::Attach(a) => attach_command(a, upload),
             Cmd::Demo(a) => demo_command(a),
         });
     match result {
@@ -191,12 +291,18 @@ fn run_java(
     Ok(status)
 }
 
-fn record(a: RecordArgs) -> Result<ExitCode, Failure> {
+fn record(a: RecordArgs, upload: Option<Upload>) -> Result<ExitCode, Failure> {
     let (program, args) = a
         .command
         .split_first()
         .ok_or("give the Java command to run: jfrnative record -- java -jar app.jar")?;
     if Path::new(program).file_name() != Some(std::ffi::OsStr::new("java")) {
+        if upload.is_some() {
+            return Err(format!(
+                "--upload records one JVM into -o DIR/; {program} is not java and may start \
+                 several (record them one by one with java, or attach to each)"
+            ));
+        }
         return record_any(&a, program, args);
     }
     let java = jdk::resolve_java(
@@ -206,8 +312,15 @@ fn record(a: RecordArgs) -> Result<ExitCode, Failure> {
     )?;
     let output = a.output.unwrap_or_else(|| default_name("jfrnative"));
     let session = a.common.session(&output)?;
-    let status = run_java(&session, &java, args)?;
-    session.finish(a.common.top)?;
+    let upload = start_upload(&session, upload)?;
+    let status = run_java(&session, &java, args);
+    if let Some(u) = &upload {
+        u.stop_watching();
+    }
+    let status = status?;
+    let finished = session.finish(a.common.top);
+    finish_upload(upload);
+    finished?;
     Ok(ExitCode::from(
         status.code().unwrap_or(1).clamp(0, 255) as u8
     ))
@@ -323,11 +436,13 @@ fn process_alive(pid: u32) -> bool {
         })
 }
 
-fn attach_command(a: AttachArgs) -> Result<ExitCode, Failure> {
+fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<ExitCode, Failure> {
     let output = a
         .output
         .unwrap_or_else(|| default_name(&format!("jfrnative-{}", a.pid)));
     let session = a.common.session(&output)?;
+    // Before the agent starts, so that its first chunk file is new to the watcher.
+    let upload = start_upload(&session, upload)?;
     let interrupted = session::on_interrupt(Arc::new(AtomicI32::new(0)))?;
     let reply = attach::load_agent(
         a.pid,
@@ -371,7 +486,12 @@ fn attach_command(a: AttachArgs) -> Result<ExitCode, Failure> {
             ));
         }
     }
-    session.finish(a.common.top)?;
+    if let Some(u) = &upload {
+        u.stop_watching();
+    }
+    let finished = session.finish(a.common.top);
+    finish_upload(upload);
+    finished?;
     Ok(ExitCode::SUCCESS)
 }
 

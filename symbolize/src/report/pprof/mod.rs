@@ -108,7 +108,7 @@ impl Functions<'_> {
 /// A frame's (name, system name, file name). Java: `package.Class.method` (with parameters when
 /// overloaded), the name with the descriptor, the class. Native: the function, itself, DWARF's
 /// file. A placeholder: its text, itself, no file.
-fn names(frame: &FrameKey, overloaded: &Names) -> (String, String, String) {
+pub(crate) fn names(frame: &FrameKey, overloaded: &Names) -> (String, String, String) {
     let name = frame.shown_name(overloaded);
     if frame.kind.is_java() {
         let system = match &frame.descriptor {
@@ -165,7 +165,8 @@ pub fn to_profile(agg: &Aggregate) -> io::Result<proto::Profile> {
     keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let samples = keys
         .into_iter()
-        .map(|(key, w)| {
+        .map(|(key, samples)| {
+            let w = &samples.weight;
             let mut value = vec![signed(w.samples)];
             if cpu {
                 value.push(signed(w.cpu_ns));
@@ -277,7 +278,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::profile::{ChunkProfile, JavaFrame, Lost, Sample};
+    use crate::profile::{ChunkProfile, JavaFrame, Lost, Sample, ThreadIds};
     use crate::report::Filter;
     use crate::{Options, Symbolizer};
 
@@ -296,6 +297,7 @@ mod tests {
             record_offset: 0,
             start_ticks: 0,
             thread: Some(Arc::from(thread)),
+            thread_ids: ThreadIds::default(),
             weight_ns,
             failed: java.is_empty(),
             java: Arc::from(java),
@@ -323,6 +325,7 @@ mod tests {
             lost: vec![Lost {
                 start_ticks: 0,
                 thread: None,
+                thread_ids: ThreadIds::default(),
                 samples: 2,
                 cpu_ns: Some(20_000_000),
                 reason: Some(Arc::from("sample buffer full")),

@@ -1,0 +1,297 @@
+//! The OpenTelemetry profiles view (OTLP, package `opentelemetry.proto.profiles.v1development`,
+//! proto v1.10.0): one `ExportProfilesServiceRequest`, the body that OTLP/HTTP posts to
+//! `/v1development/profiles` (its fields are numbered as `ProfilesData`'s, so a file of it reads
+//! as either).
+//!
+//! The messages are the generated code of OpenTelemetry's own crate (`opentelemetry-proto` with
+//! its `profiles` feature, generated from proto v1.10.0, prost only): the format is still in
+//! development and its field numbers have changed between releases, so the code that the
+//! format's owners generate and publish is used rather than messages derived here by hand (as
+//! pprof's stable `profile.proto` is in [`super::pprof`]).
+//!
+//! It is built from the same samples by location as pprof ([`Located`]), so every frame the
+//! symbolized profile holds reaches both alike:
+//!
+//! - **One profile** per aggregate (all the chunks read; `jfrnative --upload` sends one request
+//!   per chunk file). Sample type `cpu`/`nanoseconds` (`samples`/`count` for a profile of the
+//!   JDK's execution samples, which carry no CPU time); `period_type` `cpu`/`nanoseconds` and
+//!   `period` the sampling interval when the recording's settings state it (0 otherwise);
+//!   `time_unix_nano` and `duration_nano` span the chunks read (cut to `--from`/`--to`).
+//! - **Samples**: one per distinct (thread, stack). With [`Filter::events`](super::Filter::events)
+//!   each holds one value per event (its `samplingPeriod` in ns) and that event's time in
+//!   `timestamps_unix_nano`; otherwise one value, the sum. Lost samples (one value per
+//!   `jdk.CPUTimeSamplesLost`: the CPU time it says was lost, 0 when it does not say) and
+//!   incomplete stacks keep the placeholder frames of the other views (`[no Java stack]`,
+//!   `[lost samples: REASON]`, ...), so the values sum to the other views' total, Σ
+//!   `samplingPeriod`.
+//! - **Sample attributes**: `thread.name` and `thread.id` (`Thread.threadId()`, the JVM's
+//!   `javaThreadId`) of the semantic conventions, and [`THREAD_VIRTUAL`] when the file says
+//!   whether the thread is virtual (no convention names that). Each is left out when the event
+//!   does not say.
+//! - **Native locations**: the recorded program counter in the mapping of the recorded library
+//!   (`memory_start`/`memory_limit`/`file_offset`, the file name as recorded), whose GNU build-id
+//!   is the attribute `process.executable.build_id.gnu` (the key OpenTelemetry's profiles
+//!   specification requires on a mapping, and the one Pyroscope's OTLP ingest reads to
+//!   symbolize). A location whose function got a name has its inline chain as lines (innermost
+//!   first, DWARF's file and line, 0 when unknown); one that did not (no symbol, or the library
+//!   not found) has **no lines**: the mapping and the address only, for a backend to symbolize
+//!   by build-id, rather than a made-up name.
+//! - **Java locations**: one per physical frame, the methods the JIT inlined into it as lines
+//!   before it; function name `package.Class.method` (with parameters when overloaded), system
+//!   name with the descriptor, file name the class (JFR records no source file), line as
+//!   recorded (0 when unknown), as in pprof.
+//! - Every location but a placeholder has `profile.frame.type`: `jvm` for Java frames, `native`
+//!   for native ones.
+
+pub mod dictionary;
+
+use std::io::{self, Write};
+
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::profiles::v1development::{
+    Mapping, Profile, ResourceProfiles, Sample, ScopeProfiles, ValueType,
+};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use prost::Message;
+use rustc_hash::FxHashMap;
+
+pub use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+
+use self::dictionary::{Dictionary, Value};
+use super::aggregate::{Aggregate, FrameKey, Kind, Source};
+use super::located::{Located, LocationKey};
+use super::pprof::names;
+
+/// The mapping attribute holding a GNU build-id (hex), from OpenTelemetry's semantic
+/// conventions.
+pub const BUILD_ID_GNU: &str = "process.executable.build_id.gnu";
+/// The sample attribute holding the thread's name (semantic conventions).
+pub const THREAD_NAME: &str = "thread.name";
+/// The sample attribute holding the thread's managed id, `Thread.threadId()` on the JVM
+/// (semantic conventions).
+pub const THREAD_ID: &str = "thread.id";
+/// The sample attribute saying whether the thread is virtual (jfr-native's own: the semantic
+/// conventions have none).
+pub const THREAD_VIRTUAL: &str = "jfrnative.thread.virtual";
+/// The location attribute naming the kind of code (semantic conventions: `jvm`, `native`,
+/// `kernel`, ...).
+pub const FRAME_TYPE: &str = "profile.frame.type";
+/// The instrumentation scope's name.
+pub const SCOPE_NAME: &str = "jfr-native";
+
+/// The aggregate as an OTLP export request whose resource has `resource` (key, value) as its
+/// string attributes (`service.name`, ...). It needs the samples by location, which the
+/// aggregate keeps only when [`Filter::locations`](super::Filter::locations) or
+/// [`Filter::events`](super::Filter::events) was set.
+pub fn to_request(
+    agg: &Aggregate,
+    resource: &[(String, String)],
+) -> io::Result<ExportProfilesServiceRequest> {
+    let located = agg.located.as_ref().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "OTLP needs the samples by location: fold them with Filter::events set",
+        )
+    })?;
+    let mut dict = Dictionary::new();
+    let locations = locations(agg, located, &mut dict);
+    let mut keys: Vec<_> = located.samples.iter().collect();
+    keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let samples = keys
+        .into_iter()
+        .map(|(key, samples)| {
+            let stack = key
+                .locations
+                .iter()
+                .filter_map(|&l| locations.get(l as usize).copied())
+                .collect();
+            let mut attribute_indices = Vec::new();
+            if let Some(name) = &key.thread {
+                attribute_indices.push(dict.attribute(THREAD_NAME, Value::Str(name.to_string())));
+            }
+            if let Some(id) = key.thread_ids.java {
+                attribute_indices.push(dict.attribute(THREAD_ID, Value::Int(id)));
+            }
+            if let Some(is_virtual) = key.thread_ids.is_virtual {
+                attribute_indices.push(dict.attribute(THREAD_VIRTUAL, Value::Bool(is_virtual)));
+            }
+            let (values, timestamps_unix_nano) = if samples.events.is_empty() {
+                (vec![signed(agg.measure(&samples.weight))], Vec::new())
+            } else {
+                samples
+                    .events
+                    .iter()
+                    .map(|e| {
+                        (
+                            signed(agg.measure(&e.weight)),
+                            u64::try_from(e.time_nanos).unwrap_or(0),
+                        )
+                    })
+                    .unzip()
+            };
+            Sample {
+                stack_index: dict.stack(stack),
+                attribute_indices,
+                link_index: 0,
+                values,
+                timestamps_unix_nano,
+            }
+        })
+        .collect();
+    let mut value_type = |t: &str, unit: &str| ValueType {
+        type_strindex: dict.string(t),
+        unit_strindex: dict.string(unit),
+    };
+    let (sample_type, period_type, period) = match agg.source {
+        Source::CpuTime => {
+            let cpu = value_type("cpu", "nanoseconds");
+            let period = match agg.intervals_ns.len() {
+                1 => agg.intervals_ns.first().map_or(0, |&ns| signed(ns)),
+                _ => 0,
+            };
+            (cpu, Some(cpu), period)
+        }
+        Source::Execution => (value_type("samples", "count"), None, 0),
+    };
+    let (start, end) = agg.span_nanos.unwrap_or((0, 0));
+    let profile = Profile {
+        sample_type: Some(sample_type),
+        samples,
+        time_unix_nano: u64::try_from(start).unwrap_or(0),
+        duration_nano: u64::try_from(end.saturating_sub(start)).unwrap_or(0),
+        period_type,
+        period,
+        ..Profile::default()
+    };
+    let string_attribute = |(key, value): &(String, String)| KeyValue {
+        key: key.clone(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(value.clone())),
+        }),
+        ..KeyValue::default()
+    };
+    Ok(ExportProfilesServiceRequest {
+        resource_profiles: vec![ResourceProfiles {
+            resource: Some(Resource {
+                attributes: resource.iter().map(string_attribute).collect(),
+                ..Resource::default()
+            }),
+            scope_profiles: vec![ScopeProfiles {
+                scope: Some(InstrumentationScope {
+                    name: SCOPE_NAME.to_string(),
+                    version: env!("CARGO_PKG_VERSION").to_string(),
+                    ..InstrumentationScope::default()
+                }),
+                profiles: vec![profile],
+                schema_url: String::new(),
+            }],
+            schema_url: String::new(),
+        }],
+        dictionary: Some(dict.finish()),
+    })
+}
+
+fn signed(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The dictionary index of each of `located`'s locations, in its order (with their mappings,
+/// functions and attributes added to `dict`).
+fn locations(agg: &Aggregate, located: &Located, dict: &mut Dictionary) -> Vec<i32> {
+    let mappings: Vec<i32> = located
+        .mappings
+        .iter()
+        .map(|library| {
+            let attribute_indices = library
+                .build_id
+                .iter()
+                .map(|id| dict.attribute(BUILD_ID_GNU, Value::Str(id.clone())))
+                .collect();
+            let mapping = Mapping {
+                memory_start: library.base,
+                memory_limit: library.top,
+                file_offset: library.file_offset,
+                filename_strindex: dict.string(&library.path),
+                attribute_indices,
+            };
+            dict.mapping(mapping)
+        })
+        .collect();
+    let overloaded = agg.overloaded();
+    // Frame index → function index.
+    let mut functions: FxHashMap<u32, i32> = FxHashMap::default();
+    let mut function = |dict: &mut Dictionary, id: u32, frame: &FrameKey| {
+        *functions.entry(id).or_insert_with(|| {
+            let (name, system_name, file) = names(frame, &overloaded);
+            dict.function(&name, &system_name, &file)
+        })
+    };
+    located
+        .locations
+        .iter()
+        .map(|key| {
+            let frames: Vec<(u32, &FrameKey)> = key
+                .frames
+                .iter()
+                .filter_map(|&id| Some((id, agg.frames.get_index(id as usize)?)))
+                .collect();
+            let lines = if is_named(key, &frames) {
+                frames
+                    .iter()
+                    .map(|&(id, frame)| {
+                        (function(dict, id, frame), frame.line.map_or(0, i64::from))
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let attribute_indices = frame_type(key, &frames)
+                .map(|t| dict.attribute(FRAME_TYPE, Value::Str(t.to_string())))
+                .into_iter()
+                .collect();
+            let mapping = key
+                .mapping
+                .and_then(|m| mappings.get(m as usize).copied())
+                .unwrap_or(0);
+            dict.location(mapping, key.address.unwrap_or(0), lines, attribute_indices)
+        })
+        .collect()
+}
+
+/// Whether a location's function got a name: Java frames and placeholders always; a native
+/// PC when its outermost function is named (not `lib+0x1234`, a nearest symbol or
+/// `[unknown]`).
+fn is_named(key: &LocationKey, frames: &[(u32, &FrameKey)]) -> bool {
+    key.address.is_none()
+        || frames
+            .last()
+            .is_some_and(|(_, f)| f.kind != Kind::Unsymbolized)
+}
+
+/// The location's `profile.frame.type`, from its outermost frame; none for a placeholder.
+fn frame_type(key: &LocationKey, frames: &[(u32, &FrameKey)]) -> Option<&'static str> {
+    let (_, outer) = frames.last()?;
+    match outer.kind {
+        k if k.is_java() => Some("jvm"),
+        Kind::Kernel if key.mapping.is_none() && key.address.is_none() => Some("kernel"),
+        _ if key.address.is_some() || outer.kind.is_native() => Some("native"),
+        _ => None,
+    }
+}
+
+/// [`to_request`], encoded: the bytes of an `.otlp.pb` file and of an OTLP/HTTP request body.
+pub fn encode(agg: &Aggregate, resource: &[(String, String)]) -> io::Result<Vec<u8>> {
+    Ok(to_request(agg, resource)?.encode_to_vec())
+}
+
+/// Writes [`encode`] to `out`.
+pub fn write(
+    agg: &Aggregate,
+    resource: &[(String, String)],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    out.write_all(&encode(agg, resource)?)
+}
+
+#[cfg(test)]
+mod tests;
