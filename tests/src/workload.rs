@@ -14,10 +14,36 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// Whether `name` is a variable Cargo sets for the test (or binary) it runs, about that
+/// package: `CARGO_MANIFEST_DIR`, `CARGO_PKG_NAME`, ...
+fn package_variable(name: &str) -> bool {
+    matches!(
+        name,
+        "CARGO_MANIFEST_DIR"
+            | "CARGO_MANIFEST_PATH"
+            | "CARGO_MANIFEST_LINKS"
+            | "CARGO_CRATE_NAME"
+            | "CARGO_BIN_NAME"
+            | "CARGO_PRIMARY_PACKAGE"
+            | "CARGO_TARGET_TMPDIR"
+    ) || name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_BIN_EXE_")
+}
+
 /// `cargo build --release ARGS --quiet` in the workspace; returns `target/release`.
 fn release_build(args: &[&str]) -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    run(Command::new(cargo)
+    let mut build = Command::new(cargo);
+    // Without the variables Cargo set for this test about its own package: ring's build script
+    // reruns when CARGO_MANIFEST_DIR or CARGO_PKG_NAME change, so a build from a test after one
+    // from a shell (or the other way) rebuilt ring, rustls, ureq, symbolize and the tools
+    // (1m47s here).
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(package_variable) {
+            build.env_remove(name);
+        }
+    }
+    run(build
         .current_dir(repo())
         .args(["build", "--release", "--quiet"])
         .args(args))?;
@@ -38,8 +64,23 @@ fn release_binaries() -> PathBuf {
         .unwrap_or_else(|e| panic!("building the agent and the tools: {e}"))
 }
 
-/// `target/release/libjfrnative.so`, built once per test process.
+/// The environment variable that names another agent library for the tests to run instead of
+/// the workspace's (`JFRNATIVE_AGENT=/path/libjfrnative.so`): to check that a test fails on an
+/// older agent, for example. The tools are still the workspace's.
+pub const AGENT_OVERRIDE: &str = "JFRNATIVE_AGENT";
+
+/// `target/release/libjfrnative.so`, built once per test process; or the library that
+/// [`AGENT_OVERRIDE`] names, which must exist.
 pub fn agent_library() -> PathBuf {
+    if let Some(path) = std::env::var_os(AGENT_OVERRIDE).filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "{AGENT_OVERRIDE}={}: no such file",
+            path.display()
+        );
+        return path;
+    }
     release_binaries().join("libjfrnative.so")
 }
 

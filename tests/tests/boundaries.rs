@@ -1,0 +1,469 @@
+//! Java stacks across every boundary (issue 23), on programs over real libraries
+//! (`testdata/boundaries`), at 2 ms:
+//! - JNA (Debian's `libjna-java`) calling libc's qsort with a Java `Callback` comparator, and
+//!   zlib's crc32 by direct and by interface mapping, on JDK 17 and 25;
+//! - FFM (`java.lang.foreign`) downcalls into zlib (crc32, compress), a critical downcall, and
+//!   libc's qsort calling a Java comparator through an upcall stub, on JDK 25;
+//! - virtual threads that park 40 and 120 frames deep and compute right after each remount (the
+//!   rest of the chain still frozen in the heap), under G1 and generational ZGC, on JDK 25 (and
+//!   JDK 21 when installed), and beside the JDK's own sampler tick by tick on JDK 25.
+//!
+//! The thresholds are the issue's: at least 99% of an upcall thread's samples with the whole
+//! Java stack, every sample with a native leaf whole, at least 95% of the FFM upcall samples
+//! with libc's sort frames between the upcall and the Java method that called qsort in the
+//! symbolized file, at least 99% of the virtual threads' samples whole and written as their
+//! virtual thread, and no sample cut short written as complete. Every count is printed.
+//! `JFRNATIVE_AGENT=/path/libjfrnative.so` runs the tests on another agent (they fail on the
+//! agent of before the issue: see the commit that added them).
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+use tests::boundaries::{
+    ffm_figures, jna_figures, jna_installed, printed_vthreads, record_ffm, record_jna,
+    record_vthreads, vthread_figures, vthread_whole, Gc, Recorded, DEPTHS, FFM_UPCALL, JNA_JAR,
+};
+use tests::boundary_measures::{
+    compare_ticks, measure, percent, reaches, Figures, Judge, THREAD_ROOT,
+};
+use tests::boundary_stacks::{Frame, Sample};
+use tests::jdk::{jdks_required, oracle_jdks, virtual_thread_jdks};
+use tests::readers::run;
+use tests::workload::repo;
+
+/// Least share (%) of a thread's samples with the whole Java stack.
+const MIN_WHOLE_PERCENT: f64 = 99.0;
+/// Least share (%) of the FFM upcall samples with libc's sort frames in place.
+const MIN_IN_PLACE_PERCENT: f64 = 95.0;
+/// Least share (%) of the tick-by-tick pairs with the JDK's sampler that have its stack.
+const MIN_SAME_TICK_STACK_PERCENT: f64 = 95.0;
+/// Fewest samples of a platform thread (each runs 1.5 CPU-s: about 750 at 2 ms).
+const MIN_THREAD_SAMPLES: u64 = 300;
+/// Fewest samples of the virtual threads of one depth (two threads, 3 s on two carriers).
+const MIN_DEPTH_SAMPLES: u64 = 200;
+/// Fewest FFM upcall samples.
+const MIN_UPCALL_SAMPLES: u64 = 200;
+
+/// One JVM at a time: on two cores, two at once leave each half the CPU and half the samples.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time<T>(f: impl FnOnce() -> T) -> T {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    f()
+}
+
+type Recordings = Result<Vec<Recorded>, String>;
+
+/// The JNA recordings, one per JDK (17, 25), made once; empty without Debian's JNA (an error
+/// in CI).
+fn jna_recordings() -> &'static [Recorded] {
+    static RECORDINGS: OnceLock<Recordings> = OnceLock::new();
+    RECORDINGS
+        .get_or_init(|| {
+            if !jna_installed() {
+                if jdks_required() {
+                    return Err(format!("{JNA_JAR} is missing: run tools/scripts/setup.sh"));
+                }
+                eprintln!("{JNA_JAR} is missing (apt-get install libjna-java): JNA skipped");
+                return Ok(vec![]);
+            }
+            oracle_jdks()
+                .iter()
+                .map(|jdk| one_at_a_time(|| record_jna(jdk)))
+                .collect()
+        })
+        .as_deref()
+        .unwrap_or_else(|e| panic!("recording the JNA fixture: {e}"))
+}
+
+/// The FFM recordings (JDK 25), made once.
+fn ffm_recordings() -> &'static [Recorded] {
+    static RECORDINGS: OnceLock<Recordings> = OnceLock::new();
+    RECORDINGS
+        .get_or_init(|| {
+            oracle_jdks()
+                .iter()
+                .filter(|j| j.major >= 22)
+                .map(|jdk| one_at_a_time(|| record_ffm(jdk)))
+                .collect()
+        })
+        .as_deref()
+        .unwrap_or_else(|e| panic!("recording the FFM fixture: {e}"))
+}
+
+/// The virtual-thread recordings under `gc`, one per JDK (21 if installed, 25), made once.
+fn vthread_recordings(gc: Gc) -> &'static [Recorded] {
+    static G1: OnceLock<Recordings> = OnceLock::new();
+    static Z: OnceLock<Recordings> = OnceLock::new();
+    let cell = match gc {
+        Gc::G1 => &G1,
+        Gc::GenerationalZ => &Z,
+    };
+    cell.get_or_init(|| {
+        virtual_thread_jdks()
+            .iter()
+            .map(|jdk| one_at_a_time(|| record_vthreads(jdk, gc, false)))
+            .collect()
+    })
+    .as_deref()
+    .unwrap_or_else(|e| panic!("recording the virtual threads ({}): {e}", gc.name()))
+}
+
+/// Prints every group's figures, and where the files are.
+fn report(rec: &Recorded, figures: &[(String, Figures)]) {
+    eprintln!(
+        "{}: {} ({}; the JVM ran {:.1} s, symbolizing and reading took {:.1} s)",
+        rec.what,
+        rec.summary,
+        rec.dir.display(),
+        rec.seconds.0,
+        rec.seconds.1
+    );
+    for (group, f) in figures {
+        eprintln!("{}: {group}: {}", rec.what, f.line());
+    }
+}
+
+/// The checks every platform thread of the JNA and FFM fixtures passes: enough samples, at
+/// least [`MIN_WHOLE_PERCENT`] whole, and every native-leaf sample whole.
+fn thread_errors(rec: &Recorded, figures: &[(String, Figures)]) -> Vec<String> {
+    let mut errors = Vec::new();
+    for (thread, f) in figures {
+        let what = format!("{}: {thread}", rec.what);
+        if f.samples < MIN_THREAD_SAMPLES {
+            errors.push(format!("{what}: only {} samples", f.samples));
+            continue;
+        }
+        if percent(f.whole, f.samples) < MIN_WHOLE_PERCENT {
+            errors.push(format!(
+                "{what}: {} of {} samples ({:.1}%) with the whole Java stack, want \
+                 {MIN_WHOLE_PERCENT}%\n{}",
+                f.whole,
+                f.samples,
+                percent(f.whole, f.samples),
+                f.examples()
+            ));
+        }
+        if f.native_leaf_whole != f.native_leaf {
+            errors.push(format!(
+                "{what}: {} of {} samples with a native leaf have the whole Java stack, want all",
+                f.native_leaf_whole, f.native_leaf
+            ));
+        }
+    }
+    errors
+}
+
+fn assert_no_errors(errors: Vec<String>) {
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+#[test]
+fn jna_callback_and_downcall_threads_keep_whole_java_stacks() {
+    let mut errors = Vec::new();
+    for rec in jna_recordings() {
+        let figures = jna_figures(rec);
+        report(rec, &figures);
+        errors.extend(thread_errors(rec, &figures));
+    }
+    assert_no_errors(errors);
+}
+
+#[test]
+fn ffm_downcall_critical_and_upcall_threads_keep_whole_java_stacks() {
+    let mut errors = Vec::new();
+    for rec in ffm_recordings() {
+        let figures = ffm_figures(rec);
+        report(rec, &figures);
+        errors.extend(thread_errors(rec, &figures));
+    }
+    assert_no_errors(errors);
+}
+
+/// In the symbolized file, read by the JDK's `jfr print --json`: the comparator's frames, the
+/// upcall stub, libc's sort frames (`msort_with_tmp`, `qsort`), then `FfmCalls.sortOnce` (which
+/// called qsort) and the thread's root, in this order, in at least [`MIN_IN_PLACE_PERCENT`] of
+/// the upcall samples. With `JMC_CP`, JDK Mission Control's parser reads the same order from
+/// the same file.
+#[test]
+fn ffm_upcall_samples_show_libc_sort_frames_between_the_upcall_and_its_caller() {
+    let mut errors = Vec::new();
+    for rec in ffm_recordings() {
+        let (_, f) = ffm_figures(rec)
+            .into_iter()
+            .find(|(t, _)| t == "ffm-qsort")
+            .expect("the ffm-qsort thread's figures");
+        eprintln!("{}: ffm-qsort: {}", rec.what, f.line());
+        if f.upcall < MIN_UPCALL_SAMPLES {
+            errors.push(format!("{}: only {} upcall samples", rec.what, f.upcall));
+        } else if percent(f.upcall_in_place, f.upcall) < MIN_IN_PLACE_PERCENT {
+            errors.push(format!(
+                "{}: {} of {} upcall samples ({:.1}%) show libc's sort frames between the upcall \
+                 and its Java caller in the symbolized file, want {MIN_IN_PLACE_PERCENT}%\n{}",
+                rec.what,
+                f.upcall_in_place,
+                f.upcall,
+                percent(f.upcall_in_place, f.upcall),
+                f.examples()
+            ));
+        }
+        if let Some(symbolized) = &rec.symbolized {
+            errors.extend(jmc_in_place_errors(rec, symbolized));
+        }
+    }
+    assert_no_errors(errors);
+}
+
+/// The stacks of the `ffm-qsort` samples as JDK Mission Control's parser reads `file`
+/// (`testdata/oracles/JmcFrames.java --stacks`), or `None` without `JMC_CP`.
+fn jmc_stacks(rec: &Recorded, file: &Path) -> Option<Result<Vec<Vec<Frame>>, String>> {
+    let Some(jmc_cp) = std::env::var("JMC_CP").ok().filter(|v| !v.is_empty()) else {
+        eprintln!("JMC_CP is not set: JDK Mission Control's parser not run");
+        return None;
+    };
+    let text = run(Command::new(rec.jdk.tool("java"))
+        .arg("-cp")
+        .arg(jmc_cp)
+        .arg(repo().join("testdata/oracles/JmcFrames.java"))
+        .args(["--stacks", "ffm-qsort"])
+        .arg(file));
+    Some(text.map(|text| {
+        text.lines()
+            .filter_map(|l| (l == "STACK").then_some("").or(l.strip_prefix("STACK\t")))
+            .map(|l| {
+                l.split('\t')
+                    .filter(|f| !f.is_empty())
+                    .map(jmc_frame)
+                    .collect()
+            })
+            .collect()
+    }))
+}
+
+/// A frame as `JmcFrames --stacks` prints it: `TYPE|modifiers|descriptor|class|method`.
+fn jmc_frame(text: &str) -> Frame {
+    let mut w = text.splitn(5, '|');
+    let mut next = || w.next().unwrap_or("?").to_string();
+    let (kind, modifiers, descriptor, class, method) = (next(), next(), next(), next(), next());
+    Frame {
+        symbolized_native: kind == "NATIVE" && modifiers == "256" && descriptor == "()V",
+        class,
+        method,
+        kind,
+        hidden: false,
+    }
+}
+
+fn jmc_in_place_errors(rec: &Recorded, file: &Path) -> Vec<String> {
+    let stacks = match jmc_stacks(rec, file) {
+        None => return vec![],
+        Some(Err(e)) => return vec![format!("{}: JMC: {e}", rec.what)],
+        Some(Ok(stacks)) => stacks,
+    };
+    let jdk_count = rec.of_thread("ffm-qsort").len();
+    // JMC's samples as `Sample`s of the symbolized stack, judged as the JDK reader's are.
+    let samples: Vec<Sample> = stacks
+        .into_iter()
+        .map(|frames| Sample {
+            start_ns: 0,
+            thread: Some("ffm-qsort".into()),
+            is_virtual: false,
+            java_thread_id: None,
+            biased: false,
+            truncated: None,
+            java: frames
+                .iter()
+                .filter(|f| !f.symbolized_native)
+                .cloned()
+                .collect(),
+            native_pcs: 0,
+            symbolized: frames,
+        })
+        .collect();
+    let whole = |s: &Sample| reaches(s, THREAD_ROOT);
+    let f = measure(
+        &samples.iter().collect::<Vec<_>>(),
+        &Judge {
+            whole: &whole,
+            labelled: None,
+            upcall: Some(FFM_UPCALL),
+            root: THREAD_ROOT,
+        },
+    );
+    let (n, in_place) = (f.upcall, f.upcall_in_place);
+    eprintln!(
+        "{}: JMC: {} ffm-qsort samples (the JDK's reader: {jdk_count}), {n} upcall samples, \
+         {in_place} ({:.1}%) with libc's sort frames in place",
+        rec.what,
+        samples.len(),
+        percent(in_place, n)
+    );
+    let mut errors = Vec::new();
+    if samples.len() != jdk_count {
+        errors.push(format!(
+            "{}: JMC reads {} ffm-qsort samples, the JDK's reader {jdk_count}",
+            rec.what,
+            samples.len()
+        ));
+    }
+    if n < MIN_UPCALL_SAMPLES || percent(in_place, n) < MIN_IN_PLACE_PERCENT {
+        errors.push(format!(
+            "{}: JMC shows libc's sort frames in place in {in_place} of {n} upcall samples",
+            rec.what
+        ));
+    }
+    errors
+}
+
+/// At least [`MIN_WHOLE_PERCENT`] of the virtual threads' samples whole and written as the
+/// virtual thread that ran them, at each depth and over all (samples left with a carrier
+/// included).
+fn check_vthreads(gc: Gc) {
+    let mut errors = Vec::new();
+    let recordings = vthread_recordings(gc);
+    assert!(
+        !recordings.is_empty() || !jdks_required(),
+        "no JDK with virtual threads"
+    );
+    for rec in recordings {
+        let printed = printed_vthreads(&rec.stdout);
+        if printed.len() != DEPTHS.len() * 2 {
+            errors.push(format!("{}: printed {printed:?}", rec.what));
+        }
+        let figures = vthread_figures(rec);
+        report(rec, &figures);
+        for (group, f) in &figures {
+            let what = format!("{}: {group}", rec.what);
+            if f.samples < MIN_DEPTH_SAMPLES {
+                errors.push(format!("{what}: only {} samples", f.samples));
+                continue;
+            }
+            let share = percent(f.whole_labelled, f.samples);
+            if share < MIN_WHOLE_PERCENT {
+                errors.push(format!(
+                    "{what}: {} of {} samples ({share:.1}%) whole and written as their virtual \
+                     thread ({} whole, {} labelled), want {MIN_WHOLE_PERCENT}%\n{}",
+                    f.whole_labelled,
+                    f.samples,
+                    f.whole,
+                    f.labelled,
+                    f.examples()
+                ));
+            }
+        }
+    }
+    assert_no_errors(errors);
+}
+
+#[test]
+fn virtual_threads_remounted_deep_are_whole_and_labelled_under_g1() {
+    check_vthreads(Gc::G1);
+}
+
+#[test]
+fn virtual_threads_remounted_deep_are_whole_and_labelled_under_generational_zgc() {
+    check_vthreads(Gc::GenerationalZ);
+}
+
+/// JDK 25's own sampler records the same run (its CPU timer and the agent's fire on the same
+/// scheduler tick): each of its unbiased samples of a virtual thread is paired with the agent's
+/// sample of that thread on that tick. The JDK walks the frozen frames: its stacks are whole;
+/// the agent's must be the same.
+#[test]
+fn virtual_threads_match_the_jdk_sampler_tick_by_tick() {
+    let Some(jdk) = oracle_jdks().into_iter().find(|j| j.major >= 25) else {
+        eprintln!("no JDK 25: skipped");
+        return;
+    };
+    let rec = one_at_a_time(|| record_vthreads(&jdk, Gc::G1, true))
+        .unwrap_or_else(|e| panic!("recording beside the JDK's sampler: {e}"));
+    let printed = printed_vthreads(&rec.stdout);
+    let depth = |s: &Sample| s.java_thread_id.and_then(|id| printed.get(&id).copied());
+    let member = |s: &Sample| s.is_virtual;
+    let whole = |s: &Sample| vthread_whole(s, depth(s));
+    report(&rec, &vthread_figures(&rec));
+    let jdk_virtual: Vec<&Sample> = rec.jdk_samples.iter().filter(|s| member(s)).collect();
+    let jdk_whole = jdk_virtual.iter().filter(|s| whole(s)).count() as u64;
+    let c = compare_ticks(&rec.samples, &rec.jdk_samples, &member, &whole);
+    eprintln!(
+        "{}: the JDK's sampler: {} samples of the virtual threads, {jdk_whole} whole; tick by \
+         tick: {}",
+        rec.what,
+        jdk_virtual.len(),
+        c.line()
+    );
+    let n = jdk_virtual.len() as u64;
+    assert!(
+        n >= 2 * MIN_DEPTH_SAMPLES,
+        "{}: the JDK took {n} samples",
+        rec.what
+    );
+    // The premise: the JDK's sampler gives the whole chains.
+    assert!(
+        percent(jdk_whole, n) >= MIN_WHOLE_PERCENT,
+        "{}: only {jdk_whole} of {n} of the JDK's own samples are whole",
+        rec.what
+    );
+    assert!(
+        c.pairs * 2 >= c.jdk_samples && c.pairs >= 2 * MIN_DEPTH_SAMPLES,
+        "{}: {} of {} JDK samples paired",
+        rec.what,
+        c.pairs,
+        c.jdk_samples
+    );
+    let diff = c.first_difference.clone().unwrap_or_default();
+    assert!(
+        percent(c.both_whole, c.jdk_whole) >= MIN_WHOLE_PERCENT,
+        "{}: the agent's stack is whole in {} of the {} ticks where the JDK's is\n  {diff}",
+        rec.what,
+        c.both_whole,
+        c.jdk_whole
+    );
+    assert!(
+        percent(c.same_stack, c.pairs) >= MIN_SAME_TICK_STACK_PERCENT,
+        "{}: the same stack as the JDK's in {} of {} ticks\n  {diff}",
+        rec.what,
+        c.same_stack,
+        c.pairs
+    );
+    rec.remove();
+}
+
+/// No sample that stops at a boundary (an upcall, a stub, a continuation's return barrier) is
+/// written as complete (`truncated` false), in any of the recordings above: 0 tolerance.
+#[test]
+fn no_sample_cut_at_a_boundary_is_written_as_complete() {
+    let mut lies = Vec::new();
+    let mut counted = 0;
+    let all = jna_recordings()
+        .iter()
+        .map(|r| (r, jna_figures(r)))
+        .chain(ffm_recordings().iter().map(|r| (r, ffm_figures(r))))
+        .chain(
+            [Gc::G1, Gc::GenerationalZ]
+                .into_iter()
+                .flat_map(vthread_recordings)
+                .map(|r| (r, vthread_figures(r)[..1].to_vec())),
+        );
+    for (rec, figures) in all {
+        for (group, f) in figures {
+            counted += f.samples;
+            eprintln!(
+                "{}: {group}: {} of {} samples cut but written as complete",
+                rec.what, f.cut_as_complete, f.samples
+            );
+            if f.cut_as_complete > 0 {
+                lies.push(format!(
+                    "{}: {group}: {} of {} samples cut short but written as complete\n{}",
+                    rec.what,
+                    f.cut_as_complete,
+                    f.samples,
+                    f.examples()
+                ));
+            }
+        }
+    }
+    assert!(counted > 0 || !jdks_required(), "no samples counted");
+    assert!(lies.is_empty(), "{}", lies.join("\n"));
+}
