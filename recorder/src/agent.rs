@@ -339,6 +339,13 @@ fn prepare_virtual_threads(agent: &'static Agent) {
         if v.offset("JavaThread", "_vthread").is_none() {
             return; // before JDK 19: no virtual threads
         }
+        // Through fault-safe reads: the fault hook is installed by now.
+        if let Some(major) = hotspot::java_major(v) {
+            hotspot::continuation::prepare(v, major);
+        }
+        if hotspot::vthread::ready() {
+            return; // set up with HotSpot's own tid offset
+        }
         let Some(env) = agent.vm.jni_env() else {
             return;
         };
@@ -576,6 +583,11 @@ fn run_drain(
         drain.refresh_code_map();
         drain.drain_all();
         drain.check_counters();
+        // Layouts HotSpot computes only once a class is used (virtual threads' stack chunks,
+        // at the first virtual thread): tried until known, then a no-op.
+        if let Some(v) = hotspot::vm_structs() {
+            hotspot::continuation::retry(v);
+        }
         if let Err(e) = drain.maybe_rotate() {
             let message = format!("jfr-native: writing {file} failed, recording stops: {e}");
             eprintln!("{message}");

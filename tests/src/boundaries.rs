@@ -435,6 +435,43 @@ pub fn vthread_whole(s: &Sample, depth: Option<u32>) -> bool {
     !in_chain || depth.is_some_and(|d| levels == d as usize)
 }
 
+/// The JDK's own methods during which a virtual thread runs code as its carrier
+/// (`VirtualThread.switchToCarrierThread`, JDK 21: scheduling or cancelling the unparker,
+/// unparking another virtual thread): `Thread.currentThread()` is the carrier then, and the
+/// JDK writes these samples as the carrier's, with the carrier's whole stack.
+const AS_CARRIER: [&str; 4] = [
+    "scheduleUnpark",
+    "cancel",
+    "unpark",
+    "switchToCarrierThread",
+];
+
+/// Whether a sample written as a carrier was taken while a virtual thread ran code as its
+/// carrier ([`AS_CARRIER`]).
+pub fn in_carrier_window(s: &Sample) -> bool {
+    !s.is_virtual
+        && s.java.iter().any(chain_frame)
+        && s.java.iter().any(|f| {
+            f.class == "java.lang.VirtualThread" && AS_CARRIER.contains(&f.method.as_str())
+        })
+}
+
+/// Whether a sample taken while a virtual thread ran code as its carrier is whole, as the JDK
+/// writes it: the carrier's whole stack (down to `Thread.run`, its `ForkJoinWorkerThread.run`
+/// included) with the virtual thread's whole chain in it.
+pub fn carrier_window_whole(s: &Sample) -> bool {
+    let levels = s
+        .java
+        .iter()
+        .filter(|f| f.is("VthreadChains", "level"))
+        .count();
+    let platform_root = s.java.last().is_some_and(|f| {
+        f.is(THREAD_ROOT.0, THREAD_ROOT.1)
+            || f.is("java.util.concurrent.ForkJoinWorkerThread", "run")
+    });
+    platform_root && DEPTHS.iter().any(|&d| levels == d as usize)
+}
+
 /// The samples of the virtual threads' work: those written as a virtual thread, and those of
 /// another thread (a carrier) with a frame of the chain, but for the main thread's warm-up.
 pub fn vthread_samples(rec: &Recorded) -> Vec<&Sample> {
@@ -457,8 +494,16 @@ pub fn vthread_figures(rec: &Recorded) -> Vec<(String, Figures)> {
             .then_some(s.java_thread_id?)
             .and_then(|id| printed.get(&id).copied())
     };
-    let whole = |s: &Sample| vthread_whole(s, depth_of(s));
-    let labelled = |s: &Sample| depth_of(s).is_some();
+    // A virtual thread's samples are written as it, whole down to its continuation's entry;
+    // those it took running code as its carrier are written as the carrier, as the JDK does.
+    let whole = |s: &Sample| {
+        if in_carrier_window(s) {
+            carrier_window_whole(s)
+        } else {
+            vthread_whole(s, depth_of(s))
+        }
+    };
+    let labelled = |s: &Sample| depth_of(s).is_some() || in_carrier_window(s);
     let judge = Judge {
         whole: &whole,
         labelled: Some(&labelled),

@@ -97,7 +97,7 @@ pub struct Figures {
     pub without_stack: u64,
     /// Not whole, but written with `truncated` false: a lie.
     pub cut_as_complete: u64,
-    /// With native pcs (the leaf in native code).
+    /// With the leaf in a native library ([`Sample::native_leaf`]).
     pub native_leaf: u64,
     /// Of those, whole.
     pub native_leaf_whole: u64,
@@ -200,7 +200,7 @@ pub fn measure(samples: &[&Sample], judge: &Judge<'_>) -> Figures {
         f.without_stack += u64::from(s.java.is_empty());
         let lie = !whole && s.truncated == Some(false);
         f.cut_as_complete += u64::from(lie);
-        if s.native_pcs > 0 {
+        if s.native_leaf() {
             f.native_leaf += 1;
             f.native_leaf_whole += u64::from(whole);
         }

@@ -79,6 +79,19 @@ pub struct Sample {
 }
 
 impl Sample {
+    /// Whether the leaf is in a native library: the raw file has native pcs and, when the
+    /// symbolized stack was read, its leaf is a native frame of a library (not `unknown`: a pc
+    /// in JVM-generated code that no walk could leave, which the agent keeps alone).
+    pub fn native_leaf(&self) -> bool {
+        if self.native_pcs == 0 {
+            return false;
+        }
+        match self.symbolized.first() {
+            Some(leaf) => leaf.symbolized_native && leaf.class != "unknown",
+            None => true,
+        }
+    }
+
     /// The symbolized stack if it was read, else the Java frames.
     pub fn stack(&self) -> &[Frame] {
         if self.symbolized.is_empty() {

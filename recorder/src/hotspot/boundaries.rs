@@ -75,13 +75,17 @@ pub(super) enum Crossed {
 }
 
 impl Crossed {
-    /// `Ok(frame)` to walk on, `Err(complete)` when the walk ends here, `None` when it is cut.
-    pub fn next(self) -> Option<Result<At, bool>> {
+    /// `Ok(frame)` to walk on, `Err(complete)` when the walk ends here, `None` when it is cut
+    /// (said in `out`).
+    pub fn next(self, out: &mut Out<'_>) -> Option<Result<At, bool>> {
         match self {
             Crossed::Java(at) => Some(Ok(at)),
             Crossed::End => Some(Err(true)),
             Crossed::Full => Some(Err(false)),
-            Crossed::Cut => None,
+            Crossed::Cut => {
+                out.boundary_cut = true;
+                None
+            }
         }
     }
 }
@@ -107,6 +111,9 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 };
                 (caller, None)
             }
+            // Frames being moved between the stack and the heap (a virtual thread's thaw or
+            // freeze): not walked.
+            Some((StubKind::Continuation, _)) => return Some(Crossed::Cut),
             Some(_) => return None,
             None => {
                 let blob = self.layout.find_blob(regs.pc)?;

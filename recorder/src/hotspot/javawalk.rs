@@ -8,6 +8,8 @@
 //!   the sender at sp + frame size (return address and saved rbp just below it);
 //! - the interpreter: the method and bytecode pointer in the frame (rbp-relative slots of the
 //!   x86-64 template interpreter), the sender from rbp;
+//! - a frame returning into a virtual thread's return barrier: its older frames are still
+//!   frozen in its continuation's heap stack chunks, read in [`super::continuation`];
 //! - a frame returning into the VM's call stub (an entry frame) or into an FFM upcall stub:
 //!   native code called Java there. The native frames between are unwound from call-frame
 //!   information and written in their place (`kind::NATIVE_PC`), and the Java frames below
@@ -32,6 +34,7 @@ use super::codeblob::{Blob, BlobKind};
 use super::layout::JavaLayout;
 use super::mem::read_ptr;
 use super::scopes::{Scope, MAX_SCOPES};
+use super::stubs::{self, StubKind};
 use crate::unwind::{Memory, NativeFrames, Regs};
 
 /// Frame kinds, as `jdk.types.FrameType` keys (see `jfr_writer::FrameType`).
@@ -96,6 +99,10 @@ pub struct JavaWalk {
     pub count: usize,
     /// Whether the walk reached the end of the thread's Java stack.
     pub complete: bool,
+    /// Whether it stopped at a boundary it could not cross: a virtual thread's frozen frames,
+    /// an entry from native code. AsyncGetCallTrace passes such boundaries without a sign
+    /// (it skips frozen frames), so its frames are not believed there.
+    pub cut_at_boundary: bool,
 }
 
 /// A physical frame: where it is and whether it is the interrupted one (its pc may be at
@@ -140,6 +147,11 @@ enum Saved {
 pub(super) struct Out<'a> {
     frames: &'a mut [JavaFrame],
     count: usize,
+    /// Where the walk's first physical Java frame returns to (0: not known yet).
+    pub first_return: u64,
+    /// The walk stopped at a boundary it could not cross (a virtual thread's frozen frames,
+    /// an entry from native code).
+    pub boundary_cut: bool,
 }
 
 impl Out<'_> {
@@ -203,7 +215,12 @@ impl JavaLayout {
             native,
             in_code_cache: &in_code_cache,
         };
-        let mut out = Out { frames, count: 0 };
+        let mut out = Out {
+            frames,
+            count: 0,
+            first_return: 0,
+            boundary_cut: false,
+        };
         let mut complete = walker.walk_into(interrupted, &mut out);
         if out.count == 0 && complete != Some(true) {
             // Nothing from the interrupted frame (a stub or blob that cannot be stepped
@@ -228,6 +245,7 @@ impl JavaLayout {
         JavaWalk {
             count: out.count,
             complete: complete == Some(true),
+            cut_at_boundary: out.boundary_cut && complete != Some(true),
         }
     }
 }
@@ -251,7 +269,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 // A stub between native code and Java: crossed.
                 Some(crossed) => {
                     registers = None;
-                    match crossed.next()? {
+                    match crossed.next(out)? {
                         Ok(next) => next,
                         Err(end) => return Some(end),
                     }
@@ -268,7 +286,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 None => At::returned_to(entry),
                 // The native code was called by an upcall stub (`UpcallLinker::on_entry`):
                 // its caller's native frames come next.
-                Some(crossed) => match crossed.next()? {
+                Some(crossed) => match crossed.next(out)? {
                     Ok(next) => next,
                     Err(end) => return Some(end),
                 },
@@ -281,8 +299,18 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             }
         };
         for _ in 0..MAX_PHYSICAL_FRAMES {
+            if stubs::find(at.pc).is_some_and(|s| s.kind == StubKind::Continuation) {
+                // A virtual thread's older frames are still frozen in the heap (below the
+                // return barrier), or are being moved (thaw, freeze): never stepped over as an
+                // ordinary stub.
+                match self.cross_continuation(at, out).next(out)? {
+                    Ok(next) => at = next,
+                    Err(end) => return Some(end),
+                }
+                continue;
+            }
             if at.pc == self.layout.call_stub_return {
-                match self.cross_entry(at, out).next()? {
+                match self.cross_entry(at, out).next(out)? {
                     Ok(next) if next.sp > at.sp => at = next,
                     Ok(_) => return None,
                     Err(end) => return Some(end),
@@ -294,6 +322,11 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 registers = None;
             }
             let next = match blob.kind {
+                BlobKind::NativeNmethod if self.ends_virtual_stack(at.pc) => {
+                    // A virtual thread's `Continuation.enterSpecial`: its stack ends here (the
+                    // carrier's frames below are not its own).
+                    return self.emit_compiled(&blob, at, out);
+                }
                 BlobKind::Nmethod | BlobKind::NativeNmethod => {
                     let next = self.compiled_sender(&blob, at);
                     let built = blob.frame_complete_at(at.pc);
@@ -319,13 +352,16 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                     next
                 }
                 BlobKind::Stub => self.stub_sender(&blob, at)?,
-                BlobKind::Upcall => match self.cross_upcall(&blob, at, out).next()? {
+                BlobKind::Upcall => match self.cross_upcall(&blob, at, out).next(out)? {
                     Ok(next) => next,
                     Err(end) => return Some(end),
                 },
             };
             if next.sp <= at.sp {
                 return None;
+            }
+            if out.first_return == 0 {
+                out.first_return = next.pc;
             }
             at = next;
         }
@@ -358,7 +394,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     }
 
     /// The frames of a compiled frame; false when the output is full.
-    fn emit_compiled(&self, blob: &Blob, at: At, out: &mut Out<'_>) -> Option<bool> {
+    pub(super) fn emit_compiled(&self, blob: &Blob, at: At, out: &mut Out<'_>) -> Option<bool> {
         let method = read_ptr(blob.at.checked_add(self.layout.nm_method)?)?;
         if blob.kind == BlobKind::NativeNmethod {
             return Some(out.push(JavaFrame {

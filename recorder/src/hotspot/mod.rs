@@ -15,11 +15,13 @@ pub mod agct;
 pub mod boundaries;
 pub mod codeblob;
 pub mod codecache;
+pub mod continuation;
 pub mod flags;
 pub mod javawalk;
 pub mod layout;
 pub mod mem;
 pub mod method;
+pub mod oops;
 pub mod sample;
 pub mod scopes;
 pub mod stubs;
@@ -52,11 +54,14 @@ static JNI_ENV_OFFSET: AtomicI64 = AtomicI64::new(0);
 pub fn init_java_layout() -> &'static Result<JavaLayout, String> {
     JAVA_LAYOUT.get_or_init(|| {
         let v = vm_structs().ok_or("gHotSpotVMStructs")?;
-        let major = v
-            .static_u32("Abstract_VM_Version", "_vm_major_version")
-            .ok_or("Abstract_VM_Version::_vm_major_version")?;
+        let major = java_major(v).ok_or("Abstract_VM_Version::_vm_major_version")?;
         JavaLayout::new(v, major)
     })
+}
+
+/// The Java feature release of the running JVM (17, 21, 25, ...).
+pub fn java_major(v: &VmStructs) -> Option<u32> {
+    v.static_u32("Abstract_VM_Version", "_vm_major_version")
 }
 
 /// The layout, if [`init_java_layout`] succeeded (a lock-free read for the signal handler).

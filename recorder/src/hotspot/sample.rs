@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use super::agct::{self, CallFrame, NOT_CALLED, NOT_ON_THREAD_STACK};
 use super::javawalk::{kind, Interrupted, JavaFrame};
-use super::{java_layout, java_thread, vthread};
+use super::{continuation, java_layout, java_thread, vthread};
 use crate::jvmti::JniEnv;
 use crate::unwind::{jvm_code, Memory, NativeFrames, Stop};
 
@@ -76,7 +76,8 @@ pub struct JavaStack {
     pub count: usize,
     /// Whether they are the VM walk's frames (else AsyncGetCallTrace's).
     pub from_vm: bool,
-    /// Whether the VM walk stopped before the end of the thread's Java stack.
+    /// Whether the frames stop before the end of the thread's Java stack (the VM walk's were
+    /// cut; AsyncGetCallTrace's of a thread running a continuation may lack its frozen frames).
     pub cut: bool,
     /// The mounted virtual thread's id (0: none).
     pub vthread_id: u64,
@@ -98,8 +99,11 @@ pub unsafe fn take<M: Memory, N: NativeFrames>(
     out: Out<'_>,
 ) -> JavaStack {
     let java_thread = java_thread(thread.env as u64);
-    // The virtual thread the carrier runs, if any (fault-safe reads of its JavaThread).
+    // The virtual thread the carrier runs, if any (fault-safe reads of its JavaThread): only
+    // while its continuation runs, as the JDK decides (mounting and unmounting are the
+    // carrier's).
     let vthread_id = java_thread
+        .filter(|&t| continuation::runs_virtual_thread(t) != Some(false))
         .and_then(vthread::mounted_id)
         .map_or(0, |id| id as u64);
     let vm_first = PREFER_VM_WALK.load(Ordering::Relaxed);
@@ -143,15 +147,22 @@ pub unsafe fn take<M: Memory, N: NativeFrames>(
     let use_vm = match walk {
         None => false,
         Some(_) if whole.is_some() => vm_first || agct_count == 0,
-        // Not whole: AsyncGetCallTrace's frames where they go further (it says nothing of
-        // where it stopped: at a virtual thread's frozen frames it stops without a sign), the
-        // VM walk's, truncated, otherwise.
+        // Not whole: AsyncGetCallTrace's frames where they go further, but not past a boundary
+        // the VM walk could not cross (at a virtual thread's frozen frames AsyncGetCallTrace
+        // skips them without a sign); the VM walk's, truncated, otherwise.
         Some(w) if vm_first => {
-            w.count > 0 && (agct_count == 0 || vthread_id != 0 || vm_java >= agct_count)
+            w.count > 0
+                && (agct_count == 0
+                    || w.cut_at_boundary
+                    || vthread_id != 0
+                    || vm_java >= agct_count)
         }
         // `jstack=agct-vm`: the VM walk where AsyncGetCallTrace failed.
         Some(w) => w.count > 0 && agct_count == 0,
     };
+    // AsyncGetCallTrace skips a virtual thread's frozen frames without a sign: its stack of
+    // a thread running a continuation is not known to be whole.
+    let in_continuation = java_thread.and_then(continuation::runs_virtual_thread) == Some(true);
     JavaStack {
         agct_code,
         count: match walk {
@@ -159,7 +170,11 @@ pub unsafe fn take<M: Memory, N: NativeFrames>(
             _ => agct_count,
         },
         from_vm: use_vm,
-        cut: use_vm && whole.is_none(),
+        cut: if use_vm {
+            whole.is_none()
+        } else {
+            agct_count > 0 && in_continuation
+        },
         vthread_id,
         compared,
     }

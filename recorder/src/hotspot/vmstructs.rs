@@ -25,6 +25,9 @@ pub struct VmStructs {
     field_types: HashMap<(String, String), String>,
     /// Sizes of the types HotSpot describes (`gHotSpotVMTypes`).
     type_sizes: HashMap<String, u64>,
+    /// The integer constants HotSpot describes (`gHotSpotVMIntConstants`: enum values such as
+    /// the thread states).
+    int_constants: HashMap<String, i32>,
 }
 
 fn symbol(name: &CStr) -> Option<u64> {
@@ -97,7 +100,36 @@ impl VmStructs {
             fields,
             field_types,
             type_sizes: Self::read_type_sizes().unwrap_or_default(),
+            int_constants: Self::read_int_constants().unwrap_or_default(),
         })
+    }
+
+    /// `gHotSpotVMIntConstants`: (name, value) of every integer constant HotSpot describes.
+    fn read_int_constants() -> Option<HashMap<String, i32>> {
+        let table = read_exported(symbol(c"gHotSpotVMIntConstants")?);
+        let offset = |name: &CStr| symbol(name).map(read_exported);
+        let name_at = offset(c"gHotSpotVMIntConstantEntryNameOffset")?;
+        let value_at = offset(c"gHotSpotVMIntConstantEntryValueOffset")?;
+        let stride = offset(c"gHotSpotVMIntConstantEntryArrayStride")?;
+        if table == 0 || stride == 0 {
+            return None;
+        }
+        let mut constants = HashMap::new();
+        for i in 0..100_000u64 {
+            let entry = table + i * stride;
+            let Some(name) = c_string(read_exported(entry + name_at)) else {
+                break;
+            };
+            // SAFETY: `value` is an int32 member of the entry.
+            let value = unsafe { std::ptr::read_unaligned((entry + value_at) as *const i32) };
+            constants.insert(name, value);
+        }
+        Some(constants)
+    }
+
+    /// The integer constant `name` (`_thread_in_Java`, ...).
+    pub fn int_constant(&self, name: &str) -> Option<i32> {
+        self.int_constants.get(name).copied()
     }
 
     /// `gHotSpotVMTypes`: (type name, size) of every type HotSpot describes.

@@ -4,10 +4,12 @@
 //! thread is mounted, and its `threadId()` is its `tid` field. HotSpot does not describe where
 //! `java.lang.Thread.tid` lies in the object: [`tid_offset`] finds it on live threads at start-up,
 //! where JNI gives each thread's id, and the offset must be the only one that holds the id of
-//! every thread tried. With a collector whose handles hold tagged addresses (generational ZGC)
-//! no offset matches and the virtual thread is not looked up. `tid` never changes, so a read of
-//! an object a collector is copying gives the same value from either copy; the handle is read
-//! again after the id, which must still name the same object.
+//! every thread tried; where libjvm's symbol table has HotSpot's own
+//! (`java_lang_Thread::_tid_offset`), that is taken instead, and the handles are decoded as
+//! the collector stores them ([`super::oops`]: colored pointers under generational ZGC, where
+//! no measured offset can match). `tid` never changes, so a read of an object a collector is
+//! copying gives the same value from either copy; the handle is read again after the id, which
+//! must still name the same object.
 
 #![deny(
     clippy::indexing_slicing,
@@ -20,6 +22,7 @@
 use std::sync::OnceLock;
 
 use super::mem::read_ptr;
+use super::oops::Oops;
 use super::vmstructs::VmStructs;
 
 /// Farthest offset (bytes) from an object's start where the `tid` field is looked for.
@@ -34,19 +37,25 @@ pub struct VThreadLayout {
     thread_obj: u64,
     /// `OopHandle::_obj`: the slot holding the object's address.
     handle_obj: u64,
-    /// Offset of `java.lang.Thread.tid` in the object (measured).
+    /// Offset of `java.lang.Thread.tid` in the object (HotSpot's, or measured).
     tid: u64,
+    /// How the handles' slots hold the objects (`None`: plain addresses).
+    oops: Option<Oops>,
 }
 
 static LAYOUT: OnceLock<VThreadLayout> = OnceLock::new();
 
 /// The object address an `OopHandle` at `addr` refers to (0: none).
-fn handle_target(addr: u64, handle_obj: u64) -> Option<u64> {
+fn handle_target(addr: u64, handle_obj: u64, oops: Option<Oops>) -> Option<u64> {
     let slot = read_ptr(addr.checked_add(handle_obj)?)?;
     if slot == 0 || slot % 8 != 0 {
         return None;
     }
-    read_ptr(slot)
+    let raw = read_ptr(slot)?;
+    match oops {
+        Some(oops) => oops.handle(raw),
+        None => Some(raw),
+    }
 }
 
 /// The offset of `tid` in a `java.lang.Thread`: `threads` are (object address, `threadId()`)
@@ -82,18 +91,34 @@ pub fn tid_offset(threads: &[(u64, i64)]) -> Option<u64> {
 /// Sets the layout: the handles' offsets from `v`, the `tid` offset measured by [`tid_offset`].
 /// `false` if this JVM has no virtual threads (no `JavaThread::_vthread`).
 pub fn init(v: &VmStructs, tid: u64) -> bool {
+    init_with(v, tid, None)
+}
+
+/// Sets the layout with HotSpot's own `tid` offset and the collector's encoding of the
+/// handles' objects; `false` if this JVM has no virtual threads.
+pub fn init_decoded(v: &VmStructs, tid: u64, oops: Oops) -> bool {
+    init_with(v, tid, Some(oops))
+}
+
+fn init_with(v: &VmStructs, tid: u64, oops: Option<Oops>) -> bool {
     let layout = (|| {
         Some(VThreadLayout {
             vthread: v.offset("JavaThread", "_vthread")?,
             thread_obj: v.offset("JavaThread", "_threadObj")?,
             handle_obj: v.offset("OopHandle", "_obj").unwrap_or(0),
             tid,
+            oops,
         })
     })();
     match layout {
         Some(layout) => LAYOUT.set(layout).is_ok() || LAYOUT.get() == Some(&layout),
         None => false,
     }
+}
+
+/// Whether the virtual-thread lookup is set up.
+pub fn ready() -> bool {
+    LAYOUT.get().is_some()
 }
 
 /// The `threadId()` of the virtual thread mounted on the `JavaThread` at `thread`, if one is
@@ -105,15 +130,27 @@ pub fn mounted_id(thread: u64) -> Option<i64> {
 }
 
 fn mounted_id_with(layout: &VThreadLayout, thread: u64) -> Option<i64> {
-    let vthread = handle_target(thread.checked_add(layout.vthread)?, layout.handle_obj)?;
-    let carrier = handle_target(thread.checked_add(layout.thread_obj)?, layout.handle_obj)?;
+    let vthread = handle_target(
+        thread.checked_add(layout.vthread)?,
+        layout.handle_obj,
+        layout.oops,
+    )?;
+    let carrier = handle_target(
+        thread.checked_add(layout.thread_obj)?,
+        layout.handle_obj,
+        layout.oops,
+    )?;
     if vthread == 0 || vthread == carrier || vthread % 8 != 0 {
         return None;
     }
     let id = read_ptr(vthread.checked_add(layout.tid)?)? as i64;
     // The handle still names the same object: a collector that moved it meanwhile (the thread
     // may be in native code during a pause) could have left other data at the old address.
-    let again = handle_target(thread.checked_add(layout.vthread)?, layout.handle_obj)?;
+    let again = handle_target(
+        thread.checked_add(layout.vthread)?,
+        layout.handle_obj,
+        layout.oops,
+    )?;
     (id > 0 && again == vthread).then_some(id)
 }
 
@@ -165,6 +202,7 @@ mod tests {
             thread_obj: 8,
             handle_obj: 0,
             tid: 24,
+            oops: None,
         };
         assert_eq!(
             mounted_id_with(&layout, mounted.as_ptr() as u64),

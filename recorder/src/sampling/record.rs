@@ -27,7 +27,8 @@ pub static EPOCH: AtomicU32 = AtomicU32::new(0);
 
 /// Record flag: the Java frames come from the VM walk (AsyncGetCallTrace failed).
 pub const FLAG_VM_WALK: u8 = 1;
-/// Record flag: the VM walk stopped before the end of the thread's Java stack.
+/// Record flag: the Java frames stop before the end of the thread's Java stack (the VM walk
+/// was cut, or AsyncGetCallTrace walked a thread running a continuation).
 pub const FLAG_JAVA_CUT: u8 = 2;
 
 /// Packs the third record word.

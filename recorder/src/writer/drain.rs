@@ -109,6 +109,9 @@ pub struct Summary {
     pub java_frames: u64,
     /// Samples of a mounted virtual thread (written as that thread).
     pub virtual_thread_samples: u64,
+    /// Samples taken while a virtual thread was mounted whose whole stack passes no
+    /// continuation entry: the carrier's own code (mounting, unmounting), written as the carrier.
+    pub mount_transitions: u64,
     /// Of those, the ones with a known type.
     pub typed_frames: u64,
     /// The unwind tables (`cstack=dwarf`).
@@ -331,7 +334,6 @@ impl Drain {
     /// to be read from the Java object in the signal handler): written as null, as is its OS
     /// thread (it runs on changing carriers).
     fn virtual_thread_id(&mut self, java_id: i64) -> ThreadId {
-        self.summary.virtual_thread_samples += 1;
         self.rec.thread(Thread {
             os_name: None,
             os_thread_id: 0,
@@ -362,11 +364,10 @@ impl Drain {
                     match slot_at(index) {
                         Some(slot) if record_epoch == epoch => {
                             let vthread = record.get(4).copied().unwrap_or(0);
-                            let thread = match vthread {
-                                0 => self.thread_id(slot),
-                                id => self.virtual_thread_id(id as i64),
-                            };
-                            self.write_sample(thread, vthread != 0, &record);
+                            let carrier = self.thread_id(slot);
+                            let mounted =
+                                (vthread != 0).then(|| self.virtual_thread_id(vthread as i64));
+                            self.write_sample(carrier, mounted, &record);
                         }
                         _ => self.summary.stale += 1,
                     }
@@ -419,10 +420,13 @@ impl Drain {
         }
     }
 
-    /// Writes one record as a sample of `thread`; `is_virtual`: a virtual thread's, whose Java
-    /// stack ends at its continuation's entry (`Continuation.enterSpecial`, kept), as the JDK
-    /// writes it: the frames below are the carrier's.
-    fn write_sample(&mut self, thread: ThreadId, is_virtual: bool, r: &[u64]) {
+    /// Writes one record as a sample of the platform thread `carrier`, or of the virtual thread
+    /// `mounted` on it: a virtual thread's Java stack ends at its continuation's entry
+    /// (`Continuation.enterSpecial`, kept), as the JDK writes it; the frames below are the
+    /// carrier's. A whole stack that passes no continuation entry is the carrier's own (a
+    /// carrier mounting or unmounting the virtual thread), and is written as the carrier's.
+    fn write_sample(&mut self, carrier: ThreadId, mounted: Option<ThreadId>, r: &[u64]) {
+        let is_virtual = mounted.is_some();
         let (Some(&time_ns), Some(&weight), Some(&meta)) = (r.first(), r.get(1), r.get(2)) else {
             return;
         };
@@ -457,11 +461,19 @@ impl Drain {
         let from_vm = flags & FLAG_VM_WALK != 0;
         let failed = agct_code < 0 && !from_vm;
         let cut = flags & FLAG_JAVA_CUT != 0;
-        let stack_trace = (!failed).then(|| {
-            let truncated =
-                !at_continuation_entry && (cut || self.java.len() >= self.options.depth);
-            self.rec.stack_trace(&self.java, truncated)
-        });
+        let truncated = cut || (!at_continuation_entry && self.java.len() >= self.options.depth);
+        let stack_trace = (!failed).then(|| self.rec.stack_trace(&self.java, truncated));
+        let thread = match mounted {
+            Some(_) if !failed && !truncated && !at_continuation_entry => {
+                self.summary.mount_transitions += 1;
+                carrier
+            }
+            Some(virtual_thread) => {
+                self.summary.virtual_thread_samples += 1;
+                virtual_thread
+            }
+            None => carrier,
+        };
         self.summary.vm_walk += u64::from(from_vm);
         self.summary.vm_walk_rescued += u64::from(from_vm && agct::failed(agct_code));
         self.summary.vm_walk_cut += u64::from(from_vm && cut);
@@ -610,6 +622,48 @@ impl Drain {
 }
 
 /// The summary printed to stderr when recording ends.
+/// The summary's lines on Java stacks: the VM walk, virtual threads and their frozen frames.
+fn java_summary(text: &mut String, s: &Summary) {
+    if s.vm_walk > 0 || s.java_frames > 0 {
+        text.push_str(&format!(
+            "\n  Java stacks from HotSpot's frame descriptions: {} ({} where AsyncGetCallTrace \
+             failed, {} cut short, {} empty: native code outside any Java call); Java frames \
+             with a known type: {} of {}; where AsyncGetCallTrace walked too (where the VM walk \
+             was not whole, and 1 in {} of the others), both walks agree on every frame of {} \
+             of {} samples",
+            s.vm_walk,
+            s.vm_walk_rescued,
+            s.vm_walk_cut,
+            s.outside_java,
+            s.typed_frames,
+            s.java_frames,
+            crate::hotspot::sample::AGREEMENT_PERIOD,
+            STATS.vm_walk_agreed.load(Ordering::Relaxed),
+            STATS.vm_walk_compared.load(Ordering::Relaxed)
+        ));
+    }
+    if s.virtual_thread_samples > 0 {
+        text.push_str(&format!(
+            "\n  samples of virtual threads (written as the virtual thread): {} (and {} of a \
+             carrier mounting or unmounting one, written as the carrier)",
+            s.virtual_thread_samples, s.mount_transitions
+        ));
+    }
+    let outcomes: Vec<String> = crate::hotspot::continuation::OUTCOME_COUNTS
+        .iter()
+        .zip(crate::hotspot::continuation::OUTCOMES)
+        .map(|(c, name)| (c.load(Ordering::Relaxed), name))
+        .filter(|&(n, _)| n > 0)
+        .map(|(n, name)| format!("{name} {n}"))
+        .collect();
+    if !outcomes.is_empty() {
+        text.push_str(&format!(
+            "\n  virtual threads' frozen frames (stack chunks): {}",
+            outcomes.join(", ")
+        ));
+    }
+}
+
 pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
     let mut text = format!(
         "jfr-native: wrote {file}: {} samples ({:.1} CPU-s) in {chunks} chunks; lost {:.1} CPU-s \
@@ -703,30 +757,7 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
             t.build_cpu_ns as f64 / 1e6
         ));
     }
-    if s.vm_walk > 0 || s.java_frames > 0 {
-        text.push_str(&format!(
-            "\n  Java stacks from HotSpot's frame descriptions: {} ({} where AsyncGetCallTrace \
-             failed, {} cut short, {} empty: native code outside any Java call); Java frames \
-             with a known type: {} of {}; where AsyncGetCallTrace walked too (where the VM walk \
-             was not whole, and 1 in {} of the others), both walks agree on every frame of {} \
-             of {} samples",
-            s.vm_walk,
-            s.vm_walk_rescued,
-            s.vm_walk_cut,
-            s.outside_java,
-            s.typed_frames,
-            s.java_frames,
-            crate::hotspot::sample::AGREEMENT_PERIOD,
-            STATS.vm_walk_agreed.load(Ordering::Relaxed),
-            STATS.vm_walk_compared.load(Ordering::Relaxed)
-        ));
-    }
-    if s.virtual_thread_samples > 0 {
-        text.push_str(&format!(
-            "\n  samples of virtual threads (written as the virtual thread): {}",
-            s.virtual_thread_samples
-        ));
-    }
+    java_summary(&mut text, s);
     let entered = STATS.other_handler_entered.load(Ordering::Relaxed);
     if entered > 0 {
         text.push_str(&format!(
