@@ -447,7 +447,7 @@ const AS_CARRIER: [&str; 4] = [
 ];
 
 /// Whether a sample written as a carrier was taken while a virtual thread ran code as its
-/// carrier ([`AS_CARRIER`]).
+/// carrier (the `AS_CARRIER` list).
 pub fn in_carrier_window(s: &Sample) -> bool {
     !s.is_virtual
         && s.java.iter().any(chain_frame)

@@ -97,8 +97,11 @@ pub struct Figures {
     pub without_stack: u64,
     /// Not whole, but written with `truncated` false: a lie.
     pub cut_as_complete: u64,
-    /// With the leaf in a native library ([`Sample::native_leaf`]).
+    /// With the leaf in a native library ([`Sample::native_leaf`]), but those taken while
+    /// HotSpot deoptimizes a frame ([`Sample::in_deoptimization`], counted apart).
     pub native_leaf: u64,
+    /// Samples taken while HotSpot deoptimized a frame.
+    pub in_deoptimization: u64,
     /// Of those, whole.
     pub native_leaf_whole: u64,
     /// Upcall samples: with a frame of the upcall's side, or not whole (where such a sample
@@ -137,6 +140,12 @@ impl Figures {
             self.native_leaf_whole,
             percent(self.native_leaf_whole, self.native_leaf),
         );
+        if self.in_deoptimization > 0 {
+            line += &format!(
+                "; while HotSpot deoptimized a frame {}",
+                self.in_deoptimization
+            );
+        }
         if self.upcall > 0 {
             line += &format!(
                 "; upcall samples {}, libc's sort frames in place {} ({:.1}%)",
@@ -200,7 +209,9 @@ pub fn measure(samples: &[&Sample], judge: &Judge<'_>) -> Figures {
         f.without_stack += u64::from(s.java.is_empty());
         let lie = !whole && s.truncated == Some(false);
         f.cut_as_complete += u64::from(lie);
-        if s.native_leaf() {
+        if s.in_deoptimization() {
+            f.in_deoptimization += 1;
+        } else if s.native_leaf() {
             f.native_leaf += 1;
             f.native_leaf_whole += u64::from(whole);
         }
@@ -467,5 +478,53 @@ mod tests {
         cut.truncated = Some(true);
         let f = measure(&[&cut], &judge);
         assert_eq!((f.cut_as_complete, f.upcall_in_place), (0, 0));
+    }
+
+    #[test]
+    fn samples_in_deoptimization_are_counted_apart_from_native_leaves() {
+        let mut deopt = sample(vec![
+            native(
+                "libjvm.so",
+                "Deoptimization::fetch_unroll_info(JavaThread*, int)",
+            ),
+            native("libjvm.so", "Deoptimization::fetch_unroll_info_helper"),
+            java("C", "compare"),
+            java("java.lang.Thread", "run"),
+        ]);
+        deopt.native_pcs = 2;
+        let mut in_libc = sample(vec![
+            native("libc.so.6", "msort_with_tmp"),
+            java("C", "sortOnce"),
+            java("java.lang.Thread", "run"),
+        ]);
+        in_libc.native_pcs = 1;
+        let mut in_stub = sample(vec![native("unknown", "0x7f00dead0000")]);
+        in_stub.native_pcs = 1;
+        // A Deoptimization:: function below a Java frame is not the leaf's transition.
+        let later = sample(vec![
+            native("libc.so.6", "qsort"),
+            java("C", "sortOnce"),
+            native("libjvm.so", "Deoptimization::unpack_frames"),
+        ]);
+        assert!(deopt.in_deoptimization() && !in_libc.in_deoptimization());
+        assert!(!later.in_deoptimization());
+        assert!(in_libc.native_leaf() && !in_stub.native_leaf());
+        let whole = |s: &Sample| reaches(s, THREAD_ROOT);
+        let judge = Judge {
+            whole: &whole,
+            labelled: None,
+            upcall: None,
+            root: THREAD_ROOT,
+        };
+        let f = measure(&[&deopt, &in_libc, &in_stub], &judge);
+        assert_eq!(
+            (
+                f.samples,
+                f.in_deoptimization,
+                f.native_leaf,
+                f.native_leaf_whole
+            ),
+            (3, 1, 1, 1)
+        );
     }
 }

@@ -92,6 +92,17 @@ impl Sample {
         }
     }
 
+    /// Whether HotSpot was deoptimizing a compiled frame of the thread (the native frames are
+    /// libjvm's `Deoptimization::` functions, called from the deoptimization blob while it
+    /// rewrites that frame): a transition no Java walk crosses, not the JDK's either
+    /// (AsyncGetCallTrace says "deoptimizing", -9). Known only from the symbolized stack.
+    pub fn in_deoptimization(&self) -> bool {
+        self.symbolized
+            .iter()
+            .take_while(|f| f.symbolized_native)
+            .any(|f| f.class == "libjvm.so" && f.method.starts_with("Deoptimization::"))
+    }
+
     /// The symbolized stack if it was read, else the Java frames.
     pub fn stack(&self) -> &[Frame] {
         if self.symbolized.is_empty() {

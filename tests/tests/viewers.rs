@@ -223,6 +223,37 @@ fn jmc_reads_the_symbolized_multi_chunk_recording_as_one_event_type() {
     assert!(typed("UNKNOWN") * 100 <= java, "{:?}", jmc.frame_types);
 }
 
+/// JMC's parser on the raw single-chunk golden files (pooled and inline), whose native stacks
+/// carry the `segments` extension (native frames between Java frames): every sample loaded
+/// under the one event type, nothing skipped. JMC does not know the field and reads the rest.
+#[test]
+fn jmc_reads_raw_files_whose_native_stacks_have_segments() {
+    let Some(jmc_cp) = reader_location("JMC_CP", "JDK Mission Control's parser") else {
+        return;
+    };
+    let jdk = demo_jdk();
+    for name in ["single_chunk", "single_chunk_inline"] {
+        let file = repo().join(format!("testdata/golden/{name}.jfr"));
+        let events = cpu_sample_events(&jdk, &file).unwrap();
+        let with_segments = events
+            .iter()
+            .filter(|e| {
+                e.pointer("/values/nativeStackTrace/segments")
+                    .and_then(Value::as_array)
+                    .is_some_and(|s| !s.is_empty())
+            })
+            .count();
+        assert!(with_segments > 0, "{name}: no sample with segments");
+        let jmc = jmc_reading(&jdk, &jmc_cp, &file);
+        assert_eq!(
+            jmc.types,
+            BTreeMap::from([("jdk.CPUTimeSample".to_string(), events.len() as u64)]),
+            "{name}: JMC split the event type or lost samples"
+        );
+        assert_eq!((jmc.chunks, jmc.skipped), (1, 0), "{name}");
+    }
+}
+
 /// The collapsed stacks (`frame;...;leaf COUNT`) async-profiler's converter makes of `file`
 /// with `--cpu-time` and the extra `options`; panics unless it exits 0.
 fn ap_collapsed(jar: &str, jdk: &Jdk, file: &Path, options: &[&str]) -> Vec<(String, u64)> {

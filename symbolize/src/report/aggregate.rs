@@ -9,7 +9,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use super::located::{Cut, Located, Origin};
 pub use super::weight::Weight;
-use crate::profile::{ChunkProfile, JavaFrame};
+use crate::profile::{ChunkProfile, JavaFrame, Lost, Sample};
 use crate::resolve::{Frame, Symbolizer};
 
 /// What kind of code a frame is.
@@ -429,26 +429,7 @@ impl Aggregate {
                         Cut::close(&mut cuts, stack.len());
                     }
                 }
-                let name = match (&j.class, &j.method) {
-                    (Some(c), Some(m)) => Arc::from(format!("{c}.{m}").as_str()),
-                    (None, Some(m)) => m.clone(),
-                    _ => Arc::from("[unknown Java frame]"),
-                };
-                let key = FrameKey {
-                    name,
-                    library: None,
-                    file: None,
-                    line: j.line.and_then(|l| u32::try_from(l).ok()),
-                    descriptor: j.descriptor.clone(),
-                    kind: Kind::of_java(j),
-                };
-                let inlined = key.kind == Kind::Inlined;
-                stack.push(self.intern(key));
-                // A method the JIT inlined shares the physical frame of its caller (the next
-                // frame); a truncated stack may end with one whose caller is missing.
-                if !inlined {
-                    Cut::close(&mut cuts, stack.len());
-                }
+                self.push_java(&mut stack, &mut cuts, j);
             }
             Cut::close(&mut cuts, stack.len());
             if sample.java.is_empty() {
@@ -472,31 +453,73 @@ impl Aggregate {
                 time_nanos: event_nanos(sample.start_ticks, chunk_clock),
             };
             self.add_stack(&mut stack, &mut cuts, origin, filter, w);
-            self.recorded.add(sample.weight_ns);
-            if sample.failed {
-                self.failed.add(sample.weight_ns);
-            }
-            if !sample.native.is_empty() {
-                self.with_native.add(sample.weight_ns);
-            }
-            if !sample.segments.is_empty() {
-                self.with_segments.add(sample.weight_ns);
-            }
-            if sample.native_truncated {
-                if sample.native.is_empty() {
-                    self.native_unknown.add(sample.weight_ns);
-                } else {
-                    self.native_truncated.add(sample.weight_ns);
-                }
-            }
-            if sample.java_truncated && !sample.java.is_empty() {
-                self.java_truncated.add(sample.weight_ns);
-            }
+            self.tally(sample);
         }
         if self.source == Source::Execution {
             return;
         }
-        for lost in &profile.lost {
+        self.add_lost(&profile.lost, filter, origin_nanos, chunk_clock);
+    }
+
+    /// Pushes Java frame `j` onto `stack`; its location ends here unless the JIT inlined it.
+    fn push_java(&mut self, stack: &mut Vec<u32>, cuts: &mut Vec<Cut<'_>>, j: &JavaFrame) {
+        let name = match (&j.class, &j.method) {
+            (Some(c), Some(m)) => Arc::from(format!("{c}.{m}").as_str()),
+            (None, Some(m)) => m.clone(),
+            _ => Arc::from("[unknown Java frame]"),
+        };
+        let key = FrameKey {
+            name,
+            library: None,
+            file: None,
+            line: j.line.and_then(|l| u32::try_from(l).ok()),
+            descriptor: j.descriptor.clone(),
+            kind: Kind::of_java(j),
+        };
+        let inlined = key.kind == Kind::Inlined;
+        stack.push(self.intern(key));
+        // A method the JIT inlined shares the physical frame of its caller (the next
+        // frame); a truncated stack may end with one whose caller is missing.
+        if !inlined {
+            Cut::close(cuts, stack.len());
+        }
+    }
+
+    /// Counts `sample` in the totals of the report's summary.
+    fn tally(&mut self, sample: &Sample) {
+        self.recorded.add(sample.weight_ns);
+        if sample.failed {
+            self.failed.add(sample.weight_ns);
+        }
+        if !sample.native.is_empty() {
+            self.with_native.add(sample.weight_ns);
+        }
+        if !sample.segments.is_empty() {
+            self.with_segments.add(sample.weight_ns);
+        }
+        if sample.native_truncated {
+            if sample.native.is_empty() {
+                self.native_unknown.add(sample.weight_ns);
+            } else {
+                self.native_truncated.add(sample.weight_ns);
+            }
+        }
+        if sample.java_truncated && !sample.java.is_empty() {
+            self.java_truncated.add(sample.weight_ns);
+        }
+    }
+
+    /// Adds the chunk's `jdk.CPUTimeSamplesLost` events as placeholder stacks.
+    fn add_lost(
+        &mut self,
+        lost_events: &[Lost],
+        filter: &Filter,
+        origin_nanos: i64,
+        chunk_clock: (i64, i64, i64),
+    ) {
+        let mut stack = Vec::new();
+        let mut cuts: Vec<Cut<'_>> = Vec::new();
+        for lost in lost_events {
             let (thread, at) = (lost.thread.as_deref(), lost.start_ticks);
             if lost.samples == 0 || !keep(thread, at, filter, origin_nanos, chunk_clock) {
                 continue;

@@ -284,6 +284,32 @@ fn upload_export(
     }
 }
 
+/// Refuses to write a binary format to a terminal, naming the option that writes it to a file.
+fn refuse_binary_on_terminal(format: Format) -> io::Result<()> {
+    let what = match format {
+        Format::Jfr => "a JFR file is binary: give -o OUT.jfr",
+        Format::Pprof => "a pprof file is binary: give -o OUT.pb.gz",
+        Format::Otlp => "an OTLP file is binary: give -o OUT.otlp.pb",
+        _ => return Ok(()),
+    };
+    Err(io::Error::other(format!(
+        "{what} or redirect standard output"
+    )))
+}
+
+/// Where and how the symbolizer looks for debug information, from the options.
+fn symbolizer_options(args: &Args) -> Options {
+    let mut options = Options::default();
+    if !args.debug_dirs.is_empty() {
+        options.debug_dirs = args.debug_dirs.clone();
+    }
+    options.search_dirs = args.search_dirs.clone();
+    options.dwarf = !args.no_dwarf;
+    // As elfutils' tools: debuginfod servers only when DEBUGINFOD_URLS names some.
+    options.debuginfod = Debuginfod::from_env();
+    options
+}
+
 fn run(args: &Args, upload: Option<&(Endpoint, Vec<(String, String)>)>) -> io::Result<ExitCode> {
     let files = symbolize::driver::input_files(&args.inputs)?;
     let sizes: Vec<u64> = files
@@ -313,30 +339,10 @@ fn run(args: &Args, upload: Option<&(Endpoint, Vec<(String, String)>)>) -> io::R
     // With --upload and no -o, the upload is the output.
     let only_upload = upload.is_some() && args.output.is_none();
     let to_stdout = !only_upload && args.output.as_ref().is_none_or(|p| p.as_os_str() == "-");
-    if format == Format::Jfr && to_stdout && io::stdout().is_terminal() {
-        return Err(io::Error::other(
-            "a JFR file is binary: give -o OUT.jfr or redirect standard output",
-        ));
+    if to_stdout && io::stdout().is_terminal() {
+        refuse_binary_on_terminal(format)?;
     }
-    if format == Format::Pprof && to_stdout && io::stdout().is_terminal() {
-        return Err(io::Error::other(
-            "a pprof file is binary: give -o OUT.pb.gz or redirect standard output",
-        ));
-    }
-    if format == Format::Otlp && to_stdout && io::stdout().is_terminal() {
-        return Err(io::Error::other(
-            "an OTLP file is binary: give -o OUT.otlp.pb or redirect standard output",
-        ));
-    }
-    let mut options = Options::default();
-    if !args.debug_dirs.is_empty() {
-        options.debug_dirs = args.debug_dirs.clone();
-    }
-    options.search_dirs = args.search_dirs.clone();
-    options.dwarf = !args.no_dwarf;
-    // As elfutils' tools: debuginfod servers only when DEBUGINFOD_URLS names some.
-    options.debuginfod = Debuginfod::from_env();
-    let mut symbolizer = Symbolizer::new(options);
+    let mut symbolizer = Symbolizer::new(symbolizer_options(args));
     let filter = Filter {
         threads: args.threads.clone(),
         per_thread: args.per_thread,
