@@ -4,8 +4,12 @@
 //! stack bounds ([`threads`]); the code cache's reserved range ([`codecache`]); the virtual
 //! thread a carrier runs ([`vthread`]); and the Java frames of a sample: the walk through
 //! HotSpot's frame descriptions ([`javawalk`], over [`layout`], [`codeblob`], [`scopes`],
-//! [`method`]), AsyncGetCallTrace ([`agct`]), and the Java step of the handler that runs both
-//! ([`sample`]).
+//! [`method`]), across the boundaries where native code calls Java ([`boundaries`]: the call
+//! stub and FFM upcall stubs, with the stubs JVMTI names in [`stubs`]) and into a virtual
+//! thread's frames frozen in heap stack chunks ([`continuation`], references decoded by
+//! [`oops`]), AsyncGetCallTrace ([`agct`]), and the Java step of the handler that runs both
+//! ([`sample`]). Layouts HotSpot does not describe come from libjvm's symbol table ([`symtab`])
+//! and the JVM's flags ([`flags`]).
 //!
 //! Every read of a JVM structure goes through [`crate::fault`]: a thread that exits meanwhile
 //! gives "unknown", never a crash. What runs in the signal handler here follows the sampling
