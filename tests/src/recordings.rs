@@ -173,3 +173,20 @@ pub fn workload_with_dwarf(jdk: &Jdk, parent: &Path) -> PathBuf {
     .unwrap();
     dir
 }
+
+/// An agent recording at 10 ms of the JNI workload built with `-g` (`workload_with_dwarf`):
+/// `Burner` for 1.5 s, one thread in native code (`w-native`) and one in Java (`w-java`).
+/// Written to `parent/agent.jfr`: (the recording, the workload's directory).
+pub fn burner_recording_with_dwarf(jdk: &Jdk, parent: &Path) -> (PathBuf, PathBuf) {
+    let dir = workload_with_dwarf(jdk, parent);
+    let recording = parent.join("agent.jfr");
+    let mut java = crate::workload::java_with_agent_in(
+        jdk,
+        &format!("file={},interval=10ms", recording.display()),
+        &[],
+        &dir,
+    );
+    java.args(["Burner", "1.5", "w-native:native,w-java:java"]);
+    crate::workload::run_java(jdk, &mut java).unwrap();
+    (recording, dir)
+}

@@ -18,9 +18,9 @@ use tests::golden::CLOCK;
 use tests::jdk::{oracle_jdks, Jdk};
 use tests::otlp::{otlp_reader, profile, within};
 use tests::readers::{cpu_sample_events, jfr_json, lost_cpu_ticks_by_thread, report_flat_cum};
-use tests::recordings::{dwarf_recording, workload_with_dwarf};
+use tests::recordings::{burner_recording_with_dwarf, dwarf_recording};
 use tests::symlibs::{build_id, llvm_symbolizer, sym_libs, RefFrame, BASE};
-use tests::workload::{jfr_symbolize, run_java};
+use tests::workload::jfr_symbolize;
 
 fn out_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("jfrnative-otlp-{}", std::process::id()));
@@ -329,16 +329,7 @@ fn agent_recording_exports_native_lines_build_ids_and_thread_ids() {
     let Some(jdk) = oracle_jdks().into_iter().next() else {
         return;
     };
-    let dir = workload_with_dwarf(&jdk, &out_dir());
-    let recording = out_dir().join("agent.jfr");
-    let mut java = tests::workload::java_with_agent_in(
-        &jdk,
-        &format!("file={},interval=10ms", recording.display()),
-        &[],
-        &dir,
-    );
-    java.args(["Burner", "1.5", "w-native:native,w-java:java"]);
-    run_java(&jdk, &mut java).unwrap();
+    let (recording, _) = burner_recording_with_dwarf(&jdk, &out_dir());
     // The agent's own clock: Σ samplingPeriod in ns from jfr print's durations.
     let events = cpu_sample_events(&jdk, &recording).unwrap();
     let reading = jfr_json(&jdk, &recording).unwrap();

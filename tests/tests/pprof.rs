@@ -15,9 +15,9 @@ use tests::go_pprof::{go_pprof, parse_raw, GoPprof, Raw, RawLine};
 use tests::golden::library_line;
 use tests::jdk::{oracle_jdks, Jdk};
 use tests::readers::{jfr_json, report_flat_cum};
-use tests::recordings::{dwarf_recording, workload_with_dwarf};
+use tests::recordings::{burner_recording_with_dwarf, dwarf_recording};
 use tests::symlibs::{llvm_symbolizer, sym_libs, RefFrame, BASE};
-use tests::workload::{jfr_symbolize, run_java};
+use tests::workload::jfr_symbolize;
 
 fn out_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("jfrnative-pprof-{}", std::process::id()));
@@ -287,16 +287,7 @@ fn agent_recording_of_jni_code_reads_back_with_native_lines_and_build_ids() {
     let Some(jdk) = oracle_jdks().into_iter().next() else {
         return;
     };
-    let dir = workload_with_dwarf(&jdk, &out_dir());
-    let recording = out_dir().join("agent.jfr");
-    let mut java = tests::workload::java_with_agent_in(
-        &jdk,
-        &format!("file={},interval=10ms", recording.display()),
-        &[],
-        &dir,
-    );
-    java.args(["Burner", "1.5", "w-native:native,w-java:java"]);
-    run_java(&jdk, &mut java).unwrap();
+    let (recording, dir) = burner_recording_with_dwarf(&jdk, &out_dir());
     let (pprof, json) = export(&recording, "agent", &[]);
     let raw = parse_raw(&go.run(&["-raw"], &pprof).unwrap());
     assert_totals(&go, &pprof, &raw, &json);

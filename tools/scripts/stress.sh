@@ -21,7 +21,8 @@
 # Environment: JDK17_HOME, JDK25_HOME (else target/jdks.env of tools/scripts/setup.sh, else the
 # Debian and Temurin paths); AGENT (default: built with cargo build --release -p recorder);
 # STRESS_SIGNALS (junk signals per run, default 10000; 0 runs without the sender),
-# STRESS_THREADS (short-lived threads per run, default 10000).
+# STRESS_THREADS (short-lived threads per run, default 10000); STRESS_JVM_ARGS (more JVM options,
+# split on spaces, e.g. "-XX:+UseZGC" for generational ZGC on JDK 25).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
@@ -114,7 +115,8 @@ run_one() {
     start=$(date +%s.%N)
     (
         cd "$dir"
-        exec "$jdk/bin/java" -Xmx64m -XX:-CreateCoredumpOnCrash \
+        # shellcheck disable=SC2086 # STRESS_JVM_ARGS is split on purpose.
+        exec "$jdk/bin/java" -Xmx64m -XX:-CreateCoredumpOnCrash ${STRESS_JVM_ARGS:-} \
             "-XX:ErrorFile=$dir/hs_err_pid%p.log" \
             "-agentpath:$AGENT=file=$dir/out.jfr,interval=1ms,signal=$signal" \
             "-Djava.library.path=$build" -cp "$build" \

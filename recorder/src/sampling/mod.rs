@@ -5,7 +5,8 @@
 //! steps: the signal's source and weight ([`source`]), the stack's headroom ([`stack`]), the
 //! native walk ([`crate::unwind`]), the Java walk ([`crate::hotspot`]), and one record
 //! ([`record`]) into a ring ([`ring`]) of the shared [`buffers`]. Each thread has a [`slots`]
-//! entry; [`stats`] counts what happened; [`ucontext`] reads the interrupted registers.
+//! entry (in lock-free [`pages`]); [`stats`] counts what happened; [`ucontext`] reads the
+//! interrupted registers.
 //!
 //! **What this wing may not do** in anything the handler reaches: allocate or free, take a
 //! lock (try-locks included), touch a `thread_local!` or a lazy static for the first time, log,
@@ -15,6 +16,7 @@
 
 pub mod buffers;
 pub mod engine;
+pub mod pages;
 pub mod perf;
 pub mod record;
 pub mod ring;

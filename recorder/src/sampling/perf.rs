@@ -49,6 +49,8 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use perf_event_open_sys::bindings;
 
+use super::pages;
+
 /// `fcntl` commands and the owner type the `libc` crate does not define for glibc (values from
 /// the kernel's `include/uapi/asm-generic/fcntl.h`, the same on x86_64, aarch64, ppc64le and
 /// s390x; this agent is built for x86_64).
@@ -297,23 +299,13 @@ static FD_TABLE: [AtomicPtr<Page>; PAGES] = [const { AtomicPtr::new(std::ptr::nu
 fn entry(fd: i32, make: bool) -> Option<&'static AtomicU32> {
     let fd = usize::try_from(fd).ok()?;
     let page_ptr = FD_TABLE.get(fd / PAGE_FDS)?;
-    if make && page_ptr.load(Ordering::Acquire).is_null() {
-        let page: &'static mut Page = Box::leak(Box::new([const { AtomicU32::new(0) }; PAGE_FDS]));
-        if page_ptr
-            .compare_exchange(
-                std::ptr::null_mut(),
-                page,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .is_err()
-        {
-            // SAFETY: `page` was leaked just above and lost the race: nobody else has it.
-            drop(unsafe { Box::from_raw(page as *mut Page) });
-        }
-    }
-    // SAFETY: non-null pages come from `Box::leak` above and are never freed.
-    let page = unsafe { page_ptr.load(Ordering::Acquire).as_ref() }?;
+    let page = if make {
+        pages::page_or_make(page_ptr, || {
+            Box::new([const { AtomicU32::new(0) }; PAGE_FDS])
+        })?
+    } else {
+        pages::page(page_ptr)?
+    };
     page.get(fd % PAGE_FDS)
 }
 

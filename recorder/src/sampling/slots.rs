@@ -22,6 +22,7 @@ use std::sync::Mutex;
 
 use crate::jvmti::JniEnv;
 use crate::os::ThreadTimer;
+use crate::sampling::pages;
 use crate::sampling::perf::{self, PerfCounter};
 use crate::sampling::stack::ThreadStack;
 
@@ -120,9 +121,7 @@ static NEXT_INDEX: AtomicU32 = AtomicU32::new(0);
 #[inline]
 pub fn slot_at(index: u32) -> Option<&'static Slot> {
     let index = index as usize;
-    let page = TABLE.get(index / PAGE_SLOTS)?.load(Ordering::Acquire);
-    // SAFETY: non-null pages come from `Box::leak` in `Slot::make` and are never freed.
-    let page = unsafe { page.as_ref() }?;
+    let page = pages::page(TABLE.get(index / PAGE_SLOTS)?)?;
     let slot = page.get(index % PAGE_SLOTS)?.load(Ordering::Acquire);
     // SAFETY: non-null entries are leaked slots, never freed.
     unsafe { slot.as_ref() }
@@ -138,26 +137,10 @@ impl Slot {
     ) -> Option<&'static Slot> {
         let index = NEXT_INDEX.fetch_add(1, Ordering::AcqRel);
         let entry = TABLE.get(index as usize / PAGE_SLOTS)?;
-        if entry.load(Ordering::Acquire).is_null() {
-            let page: &'static mut Page = Box::leak(Box::new(
-                [const { AtomicPtr::new(std::ptr::null_mut()) }; PAGE_SLOTS],
-            ));
-            // Another thread may have made the page meanwhile: keep the first.
-            if entry
-                .compare_exchange(
-                    std::ptr::null_mut(),
-                    page,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                )
-                .is_err()
-            {
-                // SAFETY: `page` was leaked just above and lost the race: nobody else has it.
-                drop(unsafe { Box::from_raw(page as *mut Page) });
-            }
-        }
-        // SAFETY: the entry is non-null now, a leaked page.
-        let page = unsafe { entry.load(Ordering::Acquire).as_ref() }?;
+        // Another thread may make the page meanwhile: the first is kept.
+        let page = pages::page_or_make(entry, || {
+            Box::new([const { AtomicPtr::new(std::ptr::null_mut()) }; PAGE_SLOTS])
+        })?;
         let slot: &'static Slot = Box::leak(Box::new(Slot {
             index,
             tid: AtomicI32::new(tid),
