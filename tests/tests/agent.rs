@@ -87,15 +87,28 @@ fn check_recording(jdk: &Jdk, file: &Path, stdout: &[u8], interval: &str) {
     let reading = jfr_json(jdk, file).unwrap_or_else(|e| panic!("{what}: {e}"));
     let symbols = Symbols::new(&reading);
 
-    // Every pc of every native frame lies in a jdk.NativeLibrary range.
+    // Every pc of every native frame lies in a jdk.NativeLibrary range, but the interrupted one:
+    // a sample taken in JVM-generated code (a stub, an adapter: no library holds it) keeps that
+    // pc as its first native frame (docs/how-it-works.md). Its callers were unwound from
+    // libraries' call-frame information, so they are in libraries.
+    let mut leaves_in_jvm_code = 0;
     for s in &reading.samples {
-        for &pc in &s.pcs {
+        for (i, &pc) in s.pcs.iter().enumerate() {
+            if symbols.frame(pc).library.is_some() {
+                continue;
+            }
             assert!(
-                symbols.frame(pc).library.is_some(),
-                "{what}: pc {pc:#x} in no library"
+                i == 0,
+                "{what}: caller pc {pc:#x} (frame {i}) in no library"
             );
+            leaves_in_jvm_code += 1;
         }
     }
+    assert!(
+        leaves_in_jvm_code * 100 <= reading.samples.len(),
+        "{what}: {leaves_in_jvm_code} of {} samples interrupted outside every library",
+        reading.samples.len()
+    );
 
     assert_exact_chains(&what, &reading.samples, &symbols);
     // The Java thread runs JIT/interpreted code: no native frames in most samples.
@@ -551,8 +564,13 @@ fn chunks_describe_the_libraries_their_samples_reach_on_a_clock_from_the_start()
     };
     let mut first_libraries = 0;
     let mut later_libraries = 0;
-    for (i, chunk) in read.chunks.iter().enumerate() {
-        let profile = read_chunk(chunk).unwrap();
+    let profiles: Vec<_> = read.chunks.iter().map(|c| read_chunk(c).unwrap()).collect();
+    let in_any_chunk = |pc: u64| {
+        profiles
+            .iter()
+            .any(|p| p.library_of(pc).is_some() || p.library_of(pc.wrapping_sub(1)).is_some())
+    };
+    for (i, (profile, chunk)) in profiles.iter().zip(&read.chunks).enumerate() {
         let in_chunk = |pc: u64| {
             profile.library_of(pc).is_some() || profile.library_of(pc.wrapping_sub(1)).is_some()
         };
@@ -562,10 +580,13 @@ fn chunks_describe_the_libraries_their_samples_reach_on_a_clock_from_the_start()
                 (before_ns..=after_ns).contains(&t),
                 "chunk {i}: sample at {t} ns, run from {before_ns} to {after_ns}"
             );
-            for &pc in s.native.iter() {
+            // The interrupted pc may be in JVM-generated code, which no library holds (kept
+            // as the first native frame); every other pc is in a library of its chunk.
+            for (k, &pc) in s.native.iter().enumerate() {
+                let jvm_code = k == 0 && !in_any_chunk(pc);
                 assert!(
-                    in_chunk(pc),
-                    "chunk {i}: pc {pc:#x} in no library of the chunk"
+                    in_chunk(pc) || jvm_code,
+                    "chunk {i}: pc {pc:#x} (frame {k}) in no library of the chunk"
                 );
             }
         }
