@@ -634,6 +634,20 @@ pub fn report_totals() -> Case {
     f.finish("report_totals", 1_000)
 }
 
+/// The CPU time, in ns, that each placeholder frame of [`report_totals`] must hold (cumulative)
+/// in every view: worked out by hand from the samples above (no Java stack: 40 + 10 ms; no
+/// Java frames: 10; native cut: 30; native unknown: 10; Java cut: 10; lost: 3 and 2 samples
+/// at the 10 ms interval).
+pub const REPORT_TOTALS_PLACEHOLDERS_NS: [(&str, u64); 7] = [
+    ("[no Java stack]", 50_000_000),
+    ("[no Java frames]", 10_000_000),
+    ("[native stack truncated]", 30_000_000),
+    ("[native frames unknown]", 10_000_000),
+    ("[Java stack truncated]", 10_000_000),
+    ("[lost samples: sample buffer full]", 30_000_000),
+    ("[lost samples: too little stack left]", 20_000_000),
+];
+
 /// Every golden case.
 pub fn all_cases() -> Vec<Case> {
     vec![

@@ -152,6 +152,20 @@ pub fn jfr_symbolize(args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("running jfr-symbolize: {e}"))
 }
 
+/// Runs `jfr-symbolize INPUT ARGS`, which must succeed (else panics with its stderr); returns
+/// its standard output.
+pub fn jfr_symbolize_ok(input: &Path, args: &[&str]) -> String {
+    let mut all = vec![input.to_str().expect("a UTF-8 path")];
+    all.extend_from_slice(args);
+    let out = jfr_symbolize(&all);
+    assert!(
+        out.status.success(),
+        "jfr-symbolize {all:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
 /// `java [jvm_args] -agentpath:...=agent_options Burner seconds threads`.
 pub fn java_with_agent(
     jdk: &Jdk,

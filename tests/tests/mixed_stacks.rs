@@ -13,7 +13,7 @@ use tests::go_pprof::go_pprof;
 use tests::jdk::oracle_jdks;
 use tests::otlp::otlp_reader;
 use tests::readers::run;
-use tests::workload::{jfr_symbolize, repo};
+use tests::workload::{jfr_symbolize_ok, repo};
 
 /// The two upcall samples, leaf first, as every view must name them. The first: libc's and our
 /// library's frames between `compute` (called back) and `run` (which called the native code).
@@ -45,17 +45,11 @@ fn out_dir() -> PathBuf {
     dir
 }
 
-/// Runs `jfr-symbolize INPUT ARGS`, which must succeed; its standard output.
+/// Runs `jfr-symbolize INPUT -q ARGS`, which must succeed; its standard output.
 fn symbolize(input: &Path, args: &[&str]) -> String {
-    let mut all = vec![input.to_str().unwrap(), "-q"];
+    let mut all = vec!["-q"];
     all.extend_from_slice(args);
-    let out = jfr_symbolize(&all);
-    assert!(
-        out.status.success(),
-        "{all:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    jfr_symbolize_ok(input, &all)
 }
 
 /// The stacks of `view` that hold a `libc.so.6+0x46d10` frame (the upcall samples' only common

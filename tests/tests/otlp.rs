@@ -14,13 +14,13 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use tests::golden::CLOCK;
+use tests::golden::{CLOCK, REPORT_TOTALS_PLACEHOLDERS_NS};
 use tests::jdk::{oracle_jdks, Jdk};
 use tests::otlp::{otlp_reader, profile, within};
 use tests::readers::{cpu_sample_events, jfr_json, lost_cpu_ticks_by_thread, report_flat_cum};
 use tests::recordings::{burner_recording_with_dwarf, dwarf_recording};
 use tests::symlibs::{build_id, llvm_symbolizer, sym_libs, RefFrame, BASE};
-use tests::workload::jfr_symbolize;
+use tests::workload::jfr_symbolize_ok;
 
 fn out_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("jfrnative-otlp-{}", std::process::id()));
@@ -28,24 +28,11 @@ fn out_dir() -> PathBuf {
     dir
 }
 
-/// `jfr-symbolize INPUT ARGS`; panics with its stderr when it fails.
-fn symbolize(input: &Path, args: &[&str]) -> String {
-    let mut all = vec![input.to_str().unwrap()];
-    all.extend_from_slice(args);
-    let out = jfr_symbolize(&all);
-    assert!(
-        out.status.success(),
-        "jfr-symbolize {all:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// The OTLP export of `input` (the format from the `.otlp.pb` extension) and the JSON report.
 fn export(input: &Path, name: &str) -> (PathBuf, Value) {
     let file = out_dir().join(format!("{name}.otlp.pb"));
-    symbolize(input, &["-o", file.to_str().unwrap()]);
-    let json = serde_json::from_str(&symbolize(input, &["--format", "json"])).unwrap();
+    jfr_symbolize_ok(input, &["-o", file.to_str().unwrap()]);
+    let json = serde_json::from_str(&jfr_symbolize_ok(input, &["--format", "json"])).unwrap();
     (file, json)
 }
 
@@ -134,15 +121,7 @@ fn golden_recording_exports_every_sample_with_its_mappings_build_ids_and_threads
     assert_eq!(p["resource"]["service.name"], "unknown_service:java");
     assert_eq!(p["scope"]["name"], "jfr-native");
     // Placeholders, lost samples among them, with the weights the other views give them.
-    for (frame, ns) in [
-        ("[no Java stack]", 50_000_000u64),
-        ("[no Java frames]", 10_000_000),
-        ("[native stack truncated]", 30_000_000),
-        ("[native frames unknown]", 10_000_000),
-        ("[Java stack truncated]", 10_000_000),
-        ("[lost samples: sample buffer full]", 30_000_000),
-        ("[lost samples: too little stack left]", 20_000_000),
-    ] {
+    for (frame, ns) in REPORT_TOTALS_PLACEHOLDERS_NS {
         assert_eq!(p["cum"][frame], ns, "{frame}");
         assert_eq!(report_flat_cum(&json, frame).1, ns, "{frame} in the JSON");
     }
@@ -212,7 +191,7 @@ fn golden_recording_exports_every_sample_with_its_mappings_build_ids_and_threads
     }
     // The same bytes with --format otlp, and from a file named .otlp.
     let other = out_dir().join("golden.otlp");
-    symbolize(&input, &["-o", other.to_str().unwrap()]);
+    jfr_symbolize_ok(&input, &["-o", other.to_str().unwrap()]);
     assert_eq!(
         std::fs::read(&other).unwrap(),
         std::fs::read(&file).unwrap()

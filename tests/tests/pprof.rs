@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tests::go_pprof::{go_pprof, parse_raw, GoPprof, Raw, RawLine};
-use tests::golden::library_line;
+use tests::golden::{library_line, REPORT_TOTALS_PLACEHOLDERS_NS};
 use tests::jdk::{oracle_jdks, Jdk};
 use tests::readers::{jfr_json, report_flat_cum};
 use tests::recordings::{burner_recording_with_dwarf, dwarf_recording};
 use tests::symlibs::{llvm_symbolizer, sym_libs, RefFrame, BASE};
-use tests::workload::jfr_symbolize;
+use tests::workload::jfr_symbolize_ok;
 
 fn out_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("jfrnative-pprof-{}", std::process::id()));
@@ -29,28 +29,15 @@ fn golden(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../testdata/golden/{name}.jfr"))
 }
 
-/// `jfr-symbolize INPUT ARGS`; panics with its stderr when it fails.
-fn symbolize(input: &Path, args: &[&str]) -> String {
-    let mut all = vec![input.to_str().unwrap()];
-    all.extend_from_slice(args);
-    let out = jfr_symbolize(&all);
-    assert!(
-        out.status.success(),
-        "jfr-symbolize {all:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// The pprof export of `input` (through the `.pb.gz` extension) and its JSON report.
 fn export(input: &Path, name: &str, args: &[&str]) -> (PathBuf, Value) {
     let pprof = out_dir().join(format!("{name}.pb.gz"));
     let mut with_output = args.to_vec();
     with_output.extend(["-o", pprof.to_str().unwrap()]);
-    symbolize(input, &with_output);
+    jfr_symbolize_ok(input, &with_output);
     let mut json_args = args.to_vec();
     json_args.extend(["--format", "json"]);
-    let json = serde_json::from_str(&symbolize(input, &json_args)).unwrap();
+    let json = serde_json::from_str(&jfr_symbolize_ok(input, &json_args)).unwrap();
     (pprof, json)
 }
 
@@ -104,15 +91,7 @@ fn golden_recording_reads_back_with_its_totals_placeholders_threads_and_build_id
     assert!(top.contains("Duration: 1ms"), "{top}");
     let rows = go.top(&[], &pprof).rows;
     // Placeholders, lost samples among them, with the weights the other views give them.
-    for (frame, ns) in [
-        ("[no Java stack]", 50_000_000u64),
-        ("[no Java frames]", 10_000_000),
-        ("[native stack truncated]", 30_000_000),
-        ("[native frames unknown]", 10_000_000),
-        ("[Java stack truncated]", 10_000_000),
-        ("[lost samples: sample buffer full]", 30_000_000),
-        ("[lost samples: too little stack left]", 20_000_000),
-    ] {
+    for (frame, ns) in REPORT_TOTALS_PLACEHOLDERS_NS {
         assert_eq!(rows[frame].cum, ns, "{frame}: {top}");
         assert_eq!(report_flat_cum(&json, frame).1, ns, "{frame} in the JSON");
     }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
+use tests::golden::REPORT_TOTALS_PLACEHOLDERS_NS;
 use tests::jdk::oracle_jdks;
 use tests::readers::{jfr_json, run};
 use tests::workload::jfr_symbolize;
@@ -86,15 +87,7 @@ fn every_format_counts_every_sample_lost_ones_included() {
         assert!(!line.starts_with(' '), "a line without a frame: {folded}");
     }
     // Each missing part under its own placeholder, with its own weight.
-    for (frame, ns) in [
-        ("[no Java stack]", 50_000_000u64),
-        ("[no Java frames]", 10_000_000),
-        ("[native stack truncated]", 30_000_000),
-        ("[native frames unknown]", 10_000_000),
-        ("[Java stack truncated]", 10_000_000),
-        ("[lost samples: sample buffer full]", 30_000_000),
-        ("[lost samples: too little stack left]", 20_000_000),
-    ] {
+    for (frame, ns) in REPORT_TOTALS_PLACEHOLDERS_NS {
         let weight: u64 = folded
             .lines()
             .filter(|l| {
