@@ -1,6 +1,6 @@
 //! The boundary fixtures (`testdata/boundaries`): Java stacks across JNA callbacks (Debian's
-//! `libjna-java`), FFM downcalls and upcalls (`java.lang.foreign`), and virtual threads that
-//! unmount deep in a call chain. Built once per process, recorded with the agent (at 2 ms), and
+//! `libjna-java`), FFM downcalls and upcalls (`java.lang.foreign`), virtual threads that
+//! unmount deep in a call chain, and threads contending for one lock. Built once per process, recorded with the agent (at 2 ms), and
 //! judged per group of samples with [`crate::boundary_measures`]: the tests
 //! (`tests/tests/boundaries.rs`) assert on the figures, the `boundaries` binary prints them.
 
@@ -32,6 +32,10 @@ pub const JNA_THREADS: [&str; 3] = ["jna-qsort", "jna-crc32-direct", "jna-crc32-
 
 /// The FFM fixture's threads.
 pub const FFM_THREADS: [&str; 4] = ["ffm-crc32", "ffm-compress", "ffm-critical", "ffm-qsort"];
+
+/// The monitor fixture's threads, and the wall seconds they contend for.
+pub const MONITOR_THREADS: [&str; 3] = ["monitor-0", "monitor-1", "monitor-2"];
+const MONITOR_SECONDS: &str = "3";
 
 /// The depths of the virtual-thread chains.
 pub const DEPTHS: [u32; 2] = [40, 120];
@@ -155,6 +159,12 @@ pub fn ffm_classes() -> Result<PathBuf, String> {
 pub fn vthread_classes() -> Result<PathBuf, String> {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     build(&BUILT, "VthreadChains", 25, &["--release", "21"])
+}
+
+/// `MonitorContention`, compiled for Java 17.
+pub fn monitor_classes() -> Result<PathBuf, String> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    build(&BUILT, "MonitorContention", 17, &["--release", "17"])
 }
 
 /// One recording of a fixture.
@@ -306,6 +316,26 @@ pub fn record_jna(jdk: &Jdk) -> Result<Recorded, String> {
     })
 }
 
+/// Records three threads contending for one lock on `jdk`, symbolized; with `c1_only`, the code
+/// stays in C1 (`-XX:TieredStopAtLevel=1`), whose `monitorexit` slow path is not walked.
+pub fn record_monitors(jdk: &Jdk, c1_only: bool) -> Result<Recorded, String> {
+    let classes = monitor_classes()?;
+    record(Recipe {
+        case: if c1_only { "monitors C1" } else { "monitors" },
+        jdk,
+        class_path: classes.display().to_string(),
+        jvm_options: if c1_only {
+            vec!["-XX:TieredStopAtLevel=1".into()]
+        } else {
+            vec![]
+        },
+        agent_options: "",
+        program: program("MonitorContention", &[MONITOR_SECONDS]),
+        symbolize: true,
+        jdk_sampler: false,
+    })
+}
+
 /// Records the FFM fixture's threads on `jdk` (22+), symbolized.
 pub fn record_ffm(jdk: &Jdk) -> Result<Recorded, String> {
     let classes = ffm_classes()?;
@@ -389,6 +419,14 @@ pub fn jna_figures(rec: &Recorded) -> Vec<(String, Figures)> {
             let upcall = (*t == "jna-qsort").then_some(JNA_UPCALL);
             (t.to_string(), thread_figures(rec, t, upcall))
         })
+        .collect()
+}
+
+/// The figures of every thread of a monitor recording.
+pub fn monitor_figures(rec: &Recorded) -> Vec<(String, Figures)> {
+    MONITOR_THREADS
+        .iter()
+        .map(|t| (t.to_string(), thread_figures(rec, t, None)))
         .collect()
 }
 

@@ -98,10 +98,14 @@ pub struct Figures {
     /// Not whole, but written with `truncated` false: a lie.
     pub cut_as_complete: u64,
     /// With the leaf in a native library ([`Sample::native_leaf`]), but those taken while
-    /// HotSpot deoptimizes a frame ([`Sample::in_deoptimization`], counted apart).
+    /// HotSpot deoptimizes a frame ([`Sample::in_deoptimization`]) or in a C1 `monitorexit`
+    /// slow path without a Java stack ([`Sample::in_unwalkable_monitor_exit`]): counted apart.
     pub native_leaf: u64,
     /// Samples taken while HotSpot deoptimized a frame.
     pub in_deoptimization: u64,
+    /// Samples in a C1 `monitorexit` slow path, without a Java stack
+    /// ([`Sample::in_unwalkable_monitor_exit`], counted apart from native leaves).
+    pub in_unwalkable_monitor_exit: u64,
     /// Of those, whole.
     pub native_leaf_whole: u64,
     /// Upcall samples: with a frame of the upcall's side, or not whole (where such a sample
@@ -144,6 +148,12 @@ impl Figures {
             line += &format!(
                 "; while HotSpot deoptimized a frame {}",
                 self.in_deoptimization
+            );
+        }
+        if self.in_unwalkable_monitor_exit > 0 {
+            line += &format!(
+                "; in a C1 monitorexit slow path, no Java stack {}",
+                self.in_unwalkable_monitor_exit
             );
         }
         if self.upcall > 0 {
@@ -211,6 +221,8 @@ pub fn measure(samples: &[&Sample], judge: &Judge<'_>) -> Figures {
         f.cut_as_complete += u64::from(lie);
         if s.in_deoptimization() {
             f.in_deoptimization += 1;
+        } else if s.in_unwalkable_monitor_exit() {
+            f.in_unwalkable_monitor_exit += 1;
         } else if s.native_leaf() {
             f.native_leaf += 1;
             f.native_leaf_whole += u64::from(whole);
@@ -526,5 +538,57 @@ mod tests {
             ),
             (3, 1, 1, 1)
         );
+    }
+
+    #[test]
+    fn c1_monitor_exit_samples_without_a_java_stack_are_counted_apart_from_native_leaves() {
+        let exit = |java_below: bool| {
+            let mut stack = vec![
+                native("libjvm.so", "ObjectMonitor::exit(JavaThread*, bool)"),
+                native(
+                    "libjvm.so",
+                    "SharedRuntime::monitor_exit_helper(oopDesc*, BasicLock*, JavaThread*)",
+                ),
+            ];
+            if java_below {
+                stack.push(java("C", "work"));
+                stack.push(java("java.lang.Thread", "run"));
+            }
+            let mut s = sample(stack);
+            s.native_pcs = 2;
+            s.truncated = java_below.then_some(false);
+            s
+        };
+        let (unwalked, walked) = (exit(false), exit(true));
+        assert!(unwalked.in_unwalkable_monitor_exit() && unwalked.native_leaf());
+        // Walked (C2's slow path): an ordinary native leaf.
+        assert!(!walked.in_unwalkable_monitor_exit());
+        let mut other = sample(vec![native(
+            "libjvm.so",
+            "ObjectMonitor::exit(JavaThread*, bool)",
+        )]);
+        other.native_pcs = 1;
+        assert!(!other.in_unwalkable_monitor_exit() && other.native_leaf());
+        let whole = |s: &Sample| reaches(s, THREAD_ROOT);
+        let judge = Judge {
+            whole: &whole,
+            labelled: None,
+            upcall: None,
+            root: THREAD_ROOT,
+        };
+        let f = measure(&[&unwalked, &walked, &other], &judge);
+        assert_eq!(
+            (
+                f.samples,
+                f.in_unwalkable_monitor_exit,
+                f.native_leaf,
+                f.native_leaf_whole,
+                f.without_stack
+            ),
+            (3, 1, 2, 1, 2)
+        );
+        assert!(f
+            .line()
+            .contains("in a C1 monitorexit slow path, no Java stack 1"));
     }
 }

@@ -103,6 +103,24 @@ impl Sample {
             .any(|f| f.class == "libjvm.so" && f.method.starts_with("Deoptimization::"))
     }
 
+    /// Whether the thread was in the slow path of a `monitorexit` with no Java stack written:
+    /// C1-compiled code calls its `monitorexit` runtime stub from a code stub that records no
+    /// debug information (a leaf call), so the compiled frame's method and bci at that return
+    /// address are not known (HotSpot's own AsyncGetCallTrace fails there too). The native
+    /// frames reach libjvm's `SharedRuntime::monitor_exit_helper`. A known gap
+    /// (`docs/how-it-works.md#limits`), counted apart; C2's slow path is walked.
+    pub fn in_unwalkable_monitor_exit(&self) -> bool {
+        self.java.is_empty()
+            && self
+                .symbolized
+                .iter()
+                .take_while(|f| f.symbolized_native)
+                .any(|f| {
+                    f.class == "libjvm.so"
+                        && f.method.starts_with("SharedRuntime::monitor_exit_helper")
+                })
+    }
+
     /// The symbolized stack if it was read, else the Java frames.
     pub fn stack(&self) -> &[Frame] {
         if self.symbolized.is_empty() {

@@ -6,7 +6,9 @@
 //!   libc's qsort calling a Java comparator through an upcall stub, on JDK 25;
 //! - virtual threads that park 40 and 120 frames deep and compute right after each remount (the
 //!   rest of the chain still frozen in the heap), under G1 and generational ZGC, on JDK 25 (and
-//!   JDK 21 when installed), and beside the JDK's own sampler tick by tick on JDK 25.
+//!   JDK 21 when installed), and beside the JDK's own sampler tick by tick on JDK 25;
+//! - three threads contending for one lock (libjvm's monitor slow paths called from compiled
+//!   code), on JDK 17 and 25, in C2 code and in C1 code only.
 //!
 //! The thresholds are the issue's: at least 99% of an upcall thread's samples with the whole
 //! Java stack, every sample with a native leaf whole, at least 95% of the FFM upcall samples
@@ -21,8 +23,9 @@ use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
 use tests::boundaries::{
-    ffm_figures, jna_figures, jna_installed, printed_vthreads, record_ffm, record_jna,
-    record_vthreads, vthread_figures, vthread_whole, Gc, Recorded, DEPTHS, FFM_UPCALL, JNA_JAR,
+    ffm_figures, jna_figures, jna_installed, monitor_figures, printed_vthreads, record_ffm,
+    record_jna, record_monitors, record_vthreads, vthread_figures, vthread_whole, Gc, Recorded,
+    DEPTHS, FFM_UPCALL, JNA_JAR,
 };
 use tests::boundary_measures::{
     compare_ticks, measure, percent, reaches, Figures, Judge, THREAD_ROOT,
@@ -432,6 +435,60 @@ fn virtual_threads_match_the_jdk_sampler_tick_by_tick() {
 
 /// No sample that stops at a boundary (an upcall, a stub, a continuation's return barrier) is
 /// written as complete (`truncated` false), in any of the recordings above: 0 tolerance.
+/// Fewest samples in libjvm's monitor code per thread of the monitor fixture: the slow paths
+/// are exercised (about a third of the samples are there).
+const MIN_MONITOR_LEAF_SAMPLES: u64 = 100;
+
+/// Three threads contending for one lock: samples in libjvm's monitor slow paths (called from
+/// compiled code as leaf calls, without a frame anchor) keep the whole Java stack once C2 has
+/// compiled the code. In C1 code only (`-XX:TieredStopAtLevel=1`), the `monitorexit` slow path
+/// is a known gap (docs/how-it-works.md#limits): those samples have no Java stack, are never
+/// written as complete, and are the only ones not whole.
+#[test]
+fn contended_monitor_slow_paths_keep_whole_java_stacks() {
+    let mut errors = Vec::new();
+    for jdk in oracle_jdks().iter() {
+        let rec = one_at_a_time(|| record_monitors(jdk, false))
+            .unwrap_or_else(|e| panic!("recording the monitor fixture: {e}"));
+        let figures = monitor_figures(&rec);
+        report(&rec, &figures);
+        errors.extend(thread_errors(&rec, &figures));
+        for (thread, f) in &figures {
+            if f.native_leaf < MIN_MONITOR_LEAF_SAMPLES {
+                errors.push(format!(
+                    "{}: {thread}: only {} samples with a native leaf, want {MIN_MONITOR_LEAF_SAMPLES}",
+                    rec.what, f.native_leaf
+                ));
+            }
+        }
+        rec.remove();
+
+        let c1 = one_at_a_time(|| record_monitors(jdk, true))
+            .unwrap_or_else(|e| panic!("recording the monitor fixture in C1: {e}"));
+        let figures = monitor_figures(&c1);
+        report(&c1, &figures);
+        for (thread, f) in &figures {
+            let what = format!("{}: {thread}", c1.what);
+            if f.samples < MIN_THREAD_SAMPLES {
+                errors.push(format!("{what}: only {} samples", f.samples));
+            }
+            if f.cut_as_complete > 0 || f.whole + f.in_unwalkable_monitor_exit != f.samples {
+                errors.push(format!(
+                    "{what}: {} of {} samples whole, {} in the C1 monitorexit slow path, {} cut \
+                     but written as complete: every other sample must be whole\n{}",
+                    f.whole,
+                    f.samples,
+                    f.in_unwalkable_monitor_exit,
+                    f.cut_as_complete,
+                    f.examples()
+                ));
+            }
+        }
+        c1.remove();
+    }
+    assert_no_errors(errors);
+}
+
 #[test]
 fn no_sample_cut_at_a_boundary_is_written_as_complete() {
     let mut lies = Vec::new();

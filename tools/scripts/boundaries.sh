@@ -6,8 +6,10 @@
 # group: samples, share whose Java stack reaches the thread's root, share with no stack, share
 # cut short but written as complete, native-leaf samples whole, upcall samples with libc's sort
 # frames in place in the symbolized file, virtual-thread samples labelled as their thread, and
-# the tick-by-tick comparison with the JDK's sampler. The recordings are kept (paths printed).
-#   bash tools/scripts/boundaries.sh [AGENT.so] [jna] [ffm] [vthreads] [compare]
+# the tick-by-tick comparison with the JDK's sampler; three threads contending for one lock on
+# JDK 17 and 25, in C2 and in C1 code only (C1's monitorexit slow path: a known gap, counted).
+# The recordings are kept (paths printed).
+#   bash tools/scripts/boundaries.sh [AGENT.so] [jna] [ffm] [vthreads] [compare] [monitors]
 # AGENT.so: another agent library (default: this workspace's release build), e.g. an older
 # build to measure "before" figures.
 set -euo pipefail

@@ -1,17 +1,20 @@
 //! Prints what the agent makes of Java stacks across boundaries: for each case of
 //! `testdata/boundaries` (JNA callbacks on JDK 17 and 25, FFM downcalls and upcalls on JDK 25,
 //! virtual threads remounted 40 and 120 frames deep under G1 and generational ZGC on JDK 21 and
-//! 25, and beside the JDK's own sampler on JDK 25), per thread or group of threads: samples,
+//! 25, and beside the JDK's own sampler on JDK 25; three threads contending for one lock on JDK
+//! 17 and 25, in C2 code and in C1 code only), per thread or group of threads: samples,
 //! whole Java stacks, no stack, cut but written as complete, native-leaf samples whole, upcall
-//! samples with libc's sort frames in place, virtual-thread samples labelled as their thread.
+//! samples with libc's sort frames in place, virtual-thread samples labelled as their thread,
+//! samples in C1's `monitorexit` slow path (a known gap).
 //!
-//! Usage: `boundaries [jna] [ffm] [vthreads] [compare]` (all cases without arguments). The agent
+//! Usage: `boundaries [jna] [ffm] [vthreads] [compare] [monitors]` (all cases without arguments). The agent
 //! is the workspace's release build, or the library `JFRNATIVE_AGENT` names; the recordings are
 //! kept and their paths printed. `tools/scripts/boundaries.sh` runs it.
 
 use tests::boundaries::{
-    ffm_figures, jna_figures, jna_installed, printed_vthreads, record_ffm, record_jna,
-    record_vthreads, vthread_figures, vthread_whole, Gc, Recorded, INTERVAL,
+    ffm_figures, jna_figures, jna_installed, monitor_figures, printed_vthreads, record_ffm,
+    record_jna, record_monitors, record_vthreads, vthread_figures, vthread_whole, Gc, Recorded,
+    INTERVAL,
 };
 use tests::boundary_measures::{compare_ticks, Figures};
 use tests::boundary_stacks::Sample;
@@ -81,6 +84,17 @@ fn vthreads() {
     }
 }
 
+fn monitors() {
+    for jdk in jdks(&[17, 25]) {
+        for c1_only in [false, true] {
+            match record_monitors(&jdk, c1_only) {
+                Ok(rec) => print(&rec, &monitor_figures(&rec)),
+                Err(e) => println!("monitors on {}: {e}", jdk.name()),
+            }
+        }
+    }
+}
+
 fn compare() {
     for jdk in jdks(&[25]) {
         let rec = match record_vthreads(&jdk, Gc::G1, true) {
@@ -129,5 +143,8 @@ fn main() {
     }
     if wanted("compare") {
         compare();
+    }
+    if wanted("monitors") {
+        monitors();
     }
 }
