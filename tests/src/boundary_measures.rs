@@ -381,6 +381,18 @@ mod tests {
         }
     }
 
+    /// `samples` measured with "whole" = the Java stack reaches the thread's root.
+    fn measure_to_thread_root(samples: &[&Sample]) -> Figures {
+        let whole = |s: &Sample| reaches(s, THREAD_ROOT);
+        let judge = Judge {
+            whole: &whole,
+            labelled: None,
+            upcall: None,
+            root: THREAD_ROOT,
+        };
+        measure(samples, &judge)
+    }
+
     fn sample(stack: Vec<Frame>) -> Sample {
         Sample {
             start_ns: 0,
@@ -461,14 +473,7 @@ mod tests {
         let mut failed = starting.clone();
         failed.truncated = None;
         assert!(!at_thread_edge(&failed));
-        let whole = |s: &Sample| reaches(s, THREAD_ROOT);
-        let judge = Judge {
-            whole: &whole,
-            labelled: None,
-            upcall: None,
-            root: THREAD_ROOT,
-        };
-        let f = measure(&[&exiting, &starting, &cut], &judge);
+        let f = measure_to_thread_root(&[&exiting, &starting, &cut]);
         assert_eq!((f.at_thread_edge, f.samples, f.cut_as_complete), (2, 1, 0));
     }
 
@@ -521,14 +526,7 @@ mod tests {
         assert!(deopt.in_deoptimization() && !in_libc.in_deoptimization());
         assert!(!later.in_deoptimization());
         assert!(in_libc.native_leaf() && !in_stub.native_leaf());
-        let whole = |s: &Sample| reaches(s, THREAD_ROOT);
-        let judge = Judge {
-            whole: &whole,
-            labelled: None,
-            upcall: None,
-            root: THREAD_ROOT,
-        };
-        let f = measure(&[&deopt, &in_libc, &in_stub], &judge);
+        let f = measure_to_thread_root(&[&deopt, &in_libc, &in_stub]);
         assert_eq!(
             (
                 f.samples,
@@ -569,14 +567,7 @@ mod tests {
         )]);
         other.native_pcs = 1;
         assert!(!other.in_unwalkable_monitor_exit() && other.native_leaf());
-        let whole = |s: &Sample| reaches(s, THREAD_ROOT);
-        let judge = Judge {
-            whole: &whole,
-            labelled: None,
-            upcall: None,
-            root: THREAD_ROOT,
-        };
-        let f = measure(&[&unwalked, &walked, &other], &judge);
+        let f = measure_to_thread_root(&[&unwalked, &walked, &other]);
         assert_eq!(
             (
                 f.samples,
