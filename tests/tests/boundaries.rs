@@ -433,8 +433,6 @@ fn virtual_threads_match_the_jdk_sampler_tick_by_tick() {
     rec.remove();
 }
 
-/// No sample that stops at a boundary (an upcall, a stub, a continuation's return barrier) is
-/// written as complete (`truncated` false), in any of the recordings above: 0 tolerance.
 /// Fewest samples in libjvm's monitor code per thread of the monitor fixture: the slow paths
 /// are exercised (about a third of the samples are there).
 const MIN_MONITOR_LEAF_SAMPLES: u64 = 100;
@@ -472,13 +470,18 @@ fn contended_monitor_slow_paths_keep_whole_java_stacks() {
             if f.samples < MIN_THREAD_SAMPLES {
                 errors.push(format!("{what}: only {} samples", f.samples));
             }
-            if f.cut_as_complete > 0 || f.whole + f.in_unwalkable_monitor_exit != f.samples {
+            // The two known gaps: C1's monitorexit slow path (never whole: no Java stack) and
+            // a deoptimization in progress (rare).
+            let known_gaps = f.in_unwalkable_monitor_exit + f.in_deoptimization;
+            if f.cut_as_complete > 0 || f.samples - f.whole > known_gaps {
                 errors.push(format!(
-                    "{what}: {} of {} samples whole, {} in the C1 monitorexit slow path, {} cut \
-                     but written as complete: every other sample must be whole\n{}",
+                    "{what}: {} of {} samples whole, {} in the C1 monitorexit slow path, {} while \
+                     HotSpot deoptimized a frame, {} cut but written as complete: every other \
+                     sample must be whole\n{}",
                     f.whole,
                     f.samples,
                     f.in_unwalkable_monitor_exit,
+                    f.in_deoptimization,
                     f.cut_as_complete,
                     f.examples()
                 ));
@@ -489,6 +492,8 @@ fn contended_monitor_slow_paths_keep_whole_java_stacks() {
     assert_no_errors(errors);
 }
 
+/// No sample that stops at a boundary (an upcall, a stub, a continuation's return barrier) is
+/// written as complete (`truncated` false), in any of the recordings above: 0 tolerance.
 #[test]
 fn no_sample_cut_at_a_boundary_is_written_as_complete() {
     let mut lies = Vec::new();
