@@ -351,7 +351,8 @@ pub fn record_ffm(jdk: &Jdk) -> Result<Recorded, String> {
     })
 }
 
-/// Records the virtual-thread chains on `jdk` (21+) under `gc`; with `jdk_sampler`, the JDK's
+/// Records the virtual-thread chains on `jdk` (21+) under `gc`, symbolized; with `jdk_sampler`
+/// (then not symbolized), the JDK's
 /// own CPU-time sampler records the same run (JDK 25+) and the agent uses the timer engine, so
 /// that both take their samples on the same ticks.
 pub fn record_vthreads(jdk: &Jdk, gc: Gc, jdk_sampler: bool) -> Result<Recorded, String> {
@@ -376,7 +377,9 @@ pub fn record_vthreads(jdk: &Jdk, gc: Gc, jdk_sampler: bool) -> Result<Recorded,
             "VthreadChains",
             &[VTHREAD_SECONDS, &depths.join(","), VTHREADS_PER_DEPTH],
         ),
-        symbolize: false,
+        // Symbolized, to tell the samples taken in HotSpot's thaw (named libjvm frames), but
+        // not beside the JDK's sampler, where only the ticks are compared.
+        symbolize: !jdk_sampler,
         jdk_sampler,
     })
 }

@@ -98,11 +98,15 @@ pub struct Figures {
     /// Not whole, but written with `truncated` false: a lie.
     pub cut_as_complete: u64,
     /// With the leaf in a native library ([`Sample::native_leaf`]), but those taken while
-    /// HotSpot deoptimizes a frame ([`Sample::in_deoptimization`]) or in a C1 `monitorexit`
-    /// slow path without a Java stack ([`Sample::in_unwalkable_monitor_exit`]): counted apart.
+    /// HotSpot deoptimizes a frame ([`Sample::in_deoptimization`]), thaws a virtual thread
+    /// ([`Sample::in_thaw`]) or runs a C1 `monitorexit` slow path
+    /// ([`Sample::in_unwalkable_monitor_exit`]) without a Java stack: counted apart.
     pub native_leaf: u64,
     /// Samples taken while HotSpot deoptimized a frame.
     pub in_deoptimization: u64,
+    /// Samples taken while HotSpot thawed a virtual thread's frames, without a Java stack
+    /// ([`Sample::in_thaw`]).
+    pub in_thaw: u64,
     /// Samples in a C1 `monitorexit` slow path, without a Java stack
     /// ([`Sample::in_unwalkable_monitor_exit`], counted apart from native leaves).
     pub in_unwalkable_monitor_exit: u64,
@@ -148,6 +152,12 @@ impl Figures {
             line += &format!(
                 "; while HotSpot deoptimized a frame {}",
                 self.in_deoptimization
+            );
+        }
+        if self.in_thaw > 0 {
+            line += &format!(
+                "; while HotSpot thawed the frames, no Java stack {}",
+                self.in_thaw
             );
         }
         if self.in_unwalkable_monitor_exit > 0 {
@@ -223,6 +233,8 @@ pub fn measure(samples: &[&Sample], judge: &Judge<'_>) -> Figures {
             f.in_deoptimization += 1;
         } else if s.in_unwalkable_monitor_exit() {
             f.in_unwalkable_monitor_exit += 1;
+        } else if s.in_thaw() {
+            f.in_thaw += 1;
         } else if s.native_leaf() {
             f.native_leaf += 1;
             f.native_leaf_whole += u64::from(whole);
@@ -581,5 +593,44 @@ mod tests {
         assert!(f
             .line()
             .contains("in a C1 monitorexit slow path, no Java stack 1"));
+    }
+
+    #[test]
+    fn samples_in_a_thaw_without_a_java_stack_are_counted_apart() {
+        let thaw = |leaf: &str| {
+            let mut s = sample(vec![
+                native("libjvm.so", leaf),
+                native("libjvm.so", "ThawBase::thaw_slow(stackChunkOopDesc*, bool)"),
+                native(
+                    "libjvm.so",
+                    "long* thaw<Config<(oop_kind)1, ZBarrierSet> >(JavaThread*, int)",
+                ),
+            ]);
+            s.native_pcs = 3;
+            s.truncated = None;
+            s
+        };
+        let in_thaw = thaw("OopMapStream::find_next()");
+        let mut prepare = sample(vec![native(
+            "libjvm.so",
+            "Continuation::prepare_thaw(JavaThread*, bool)",
+        )]);
+        prepare.native_pcs = 1;
+        // With Java frames below, a thaw's leaf is not counted apart (the stack was walked).
+        let mut walked = sample(vec![
+            native("libjvm.so", "ThawBase::thaw_slow(stackChunkOopDesc*, bool)"),
+            java("C", "work"),
+            java("java.lang.Thread", "run"),
+        ]);
+        walked.native_pcs = 1;
+        assert!(in_thaw.in_thaw() && prepare.in_thaw() && !walked.in_thaw());
+        let f = measure_to_thread_root(&[&in_thaw, &prepare, &walked]);
+        assert_eq!(
+            (f.samples, f.in_thaw, f.native_leaf, f.native_leaf_whole),
+            (3, 2, 1, 1)
+        );
+        assert!(f
+            .line()
+            .contains("while HotSpot thawed the frames, no Java stack 2"));
     }
 }

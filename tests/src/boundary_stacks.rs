@@ -121,6 +121,26 @@ impl Sample {
                 })
     }
 
+    /// Whether HotSpot was thawing the virtual thread's frames, with no Java stack written:
+    /// libjvm's thaw (`Continuation::prepare_thaw`, `thaw<...>`, `ThawBase::`) copies frames
+    /// from the heap stack chunk to the stack (and, under ZGC, transforms the chunk's
+    /// references), so neither the stack nor the chunk holds the whole chain at that instant; the
+    /// agent walks neither (docs/how-it-works.md#virtual-threads). Counted apart.
+    pub fn in_thaw(&self) -> bool {
+        self.java.is_empty()
+            && self
+                .symbolized
+                .iter()
+                .take_while(|f| f.symbolized_native)
+                .any(|f| {
+                    f.class == "libjvm.so"
+                        && (f.method.starts_with("ThawBase::")
+                            || f.method.starts_with("Continuation::prepare_thaw")
+                            || f.method.starts_with("thaw<")
+                            || f.method.contains(" thaw<"))
+                })
+    }
+
     /// The symbolized stack if it was read, else the Java frames.
     pub fn stack(&self) -> &[Frame] {
         if self.symbolized.is_empty() {

@@ -14,7 +14,10 @@
 //! Java stack, every sample with a native leaf whole, at least 95% of the FFM upcall samples
 //! with libc's sort frames between the upcall and the Java method that called qsort in the
 //! symbolized file, at least 99% of the virtual threads' samples whole and written as their
-//! virtual thread, and no sample cut short written as complete. Every count is printed.
+//! virtual thread, and no sample cut short written as complete. Every count is printed. Samples
+//! taken in a transition no walk crosses (HotSpot deoptimizing a frame or thawing a virtual
+//! thread's frames, C1's `monitorexit` slow path; docs/how-it-works.md) have no Java stack; they
+//! are counted apart, and the thaw share is bounded.
 //! `JFRNATIVE_AGENT=/path/libjfrnative.so` runs the tests on another agent (they fail on the
 //! agent of before the issue: see the commit that added them).
 
@@ -41,6 +44,9 @@ const MIN_WHOLE_PERCENT: f64 = 99.0;
 const MIN_IN_PLACE_PERCENT: f64 = 95.0;
 /// Least share (%) of the tick-by-tick pairs with the JDK's sampler that have its stack.
 const MIN_SAME_TICK_STACK_PERCENT: f64 = 95.0;
+/// Most share (%) of a virtual-thread group's samples taken while HotSpot thawed the frames
+/// (0.1-0.8% measured, the most under generational ZGC).
+const MAX_THAW_PERCENT: f64 = 2.0;
 /// Fewest samples of a platform thread (each runs 1.5 CPU-s: about 750 at 2 ms).
 const MIN_THREAD_SAMPLES: u64 = 300;
 /// Fewest samples of the virtual threads of one depth (two threads, 3 s on two carriers).
@@ -321,7 +327,7 @@ fn jmc_in_place_errors(rec: &Recorded, file: &Path) -> Vec<String> {
 
 /// At least [`MIN_WHOLE_PERCENT`] of the virtual threads' samples whole and written as the
 /// virtual thread that ran them, at each depth and over all (samples left with a carrier
-/// included).
+/// included), but those taken while HotSpot thawed the frames (at most [`MAX_THAW_PERCENT`]).
 fn check_vthreads(gc: Gc) {
     let mut errors = Vec::new();
     let recordings = vthread_recordings(gc);
@@ -342,15 +348,27 @@ fn check_vthreads(gc: Gc) {
                 errors.push(format!("{what}: only {} samples", f.samples));
                 continue;
             }
-            let share = percent(f.whole_labelled, f.samples);
+            // Samples taken while HotSpot thawed the frames (no stack holds the whole chain
+            // then) are counted apart, and bounded.
+            let thaw_share = percent(f.in_thaw, f.samples);
+            if thaw_share > MAX_THAW_PERCENT {
+                errors.push(format!(
+                    "{what}: {} of {} samples ({thaw_share:.1}%) while HotSpot thawed the \
+                     frames, want at most {MAX_THAW_PERCENT}%",
+                    f.in_thaw, f.samples
+                ));
+            }
+            let share = percent(f.whole_labelled, f.samples - f.in_thaw);
             if share < MIN_WHOLE_PERCENT {
                 errors.push(format!(
-                    "{what}: {} of {} samples ({share:.1}%) whole and written as their virtual \
-                     thread ({} whole, {} labelled), want {MIN_WHOLE_PERCENT}%\n{}",
+                    "{what}: {} of {} samples outside a thaw ({share:.1}%) whole and written as \
+                     their virtual thread ({} whole, {} labelled, {} in a thaw), want \
+                     {MIN_WHOLE_PERCENT}%\n{}",
                     f.whole_labelled,
-                    f.samples,
+                    f.samples - f.in_thaw,
                     f.whole,
                     f.labelled,
+                    f.in_thaw,
                     f.examples()
                 ));
             }
