@@ -99,8 +99,9 @@ pub struct Figures {
     pub cut_as_complete: u64,
     /// With the leaf in a native library ([`Sample::native_leaf`]), but those taken while
     /// HotSpot deoptimizes a frame ([`Sample::in_deoptimization`]), thaws a virtual thread
-    /// ([`Sample::in_thaw`]) or runs a C1 `monitorexit` slow path
-    /// ([`Sample::in_unwalkable_monitor_exit`]) without a Java stack: counted apart.
+    /// ([`Sample::in_thaw`]), runs a C1 `monitorexit` slow path
+    /// ([`Sample::in_unwalkable_monitor_exit`]) or other VM code
+    /// ([`Sample::in_vm_transition`]) without a Java stack: counted apart.
     pub native_leaf: u64,
     /// Samples taken while HotSpot deoptimized a frame.
     pub in_deoptimization: u64,
@@ -110,6 +111,8 @@ pub struct Figures {
     /// Samples in a C1 `monitorexit` slow path, without a Java stack
     /// ([`Sample::in_unwalkable_monitor_exit`], counted apart from native leaves).
     pub in_unwalkable_monitor_exit: u64,
+    /// Other samples in HotSpot's own code with no Java stack ([`Sample::in_vm_transition`]).
+    pub in_vm_transition: u64,
     /// Of those, whole.
     pub native_leaf_whole: u64,
     /// Upcall samples: with a frame of the upcall's side, or not whole (where such a sample
@@ -158,6 +161,12 @@ impl Figures {
             line += &format!(
                 "; while HotSpot thawed the frames, no Java stack {}",
                 self.in_thaw
+            );
+        }
+        if self.in_vm_transition > 0 {
+            line += &format!(
+                "; in another VM transition (libjvm only), no Java stack {}",
+                self.in_vm_transition
             );
         }
         if self.in_unwalkable_monitor_exit > 0 {
@@ -235,6 +244,8 @@ pub fn measure(samples: &[&Sample], judge: &Judge<'_>) -> Figures {
             f.in_unwalkable_monitor_exit += 1;
         } else if s.in_thaw() {
             f.in_thaw += 1;
+        } else if s.in_vm_transition() {
+            f.in_vm_transition += 1;
         } else if s.native_leaf() {
             f.native_leaf += 1;
             f.native_leaf_whole += u64::from(whole);
@@ -573,22 +584,25 @@ mod tests {
         assert!(unwalked.in_unwalkable_monitor_exit() && unwalked.native_leaf());
         // Walked (C2's slow path): an ordinary native leaf.
         assert!(!walked.in_unwalkable_monitor_exit());
+        // Monitor code with no Java stack but not from monitor_exit_helper: another VM
+        // transition, counted apart too.
         let mut other = sample(vec![native(
             "libjvm.so",
             "ObjectMonitor::exit(JavaThread*, bool)",
         )]);
         other.native_pcs = 1;
-        assert!(!other.in_unwalkable_monitor_exit() && other.native_leaf());
+        assert!(!other.in_unwalkable_monitor_exit() && other.in_vm_transition());
         let f = measure_to_thread_root(&[&unwalked, &walked, &other]);
         assert_eq!(
             (
                 f.samples,
                 f.in_unwalkable_monitor_exit,
+                f.in_vm_transition,
                 f.native_leaf,
                 f.native_leaf_whole,
                 f.without_stack
             ),
-            (3, 1, 2, 1, 2)
+            (3, 1, 1, 1, 1, 2)
         );
         assert!(f
             .line()
@@ -632,5 +646,43 @@ mod tests {
         assert!(f
             .line()
             .contains("while HotSpot thawed the frames, no Java stack 2"));
+    }
+
+    #[test]
+    fn other_samples_in_hotspot_code_without_a_java_stack_are_counted_apart() {
+        let mut barrier = sample(vec![
+            native(
+                "libjvm.so",
+                "BarrierSetNMethod::set_guard_value(nmethod*, int)",
+            ),
+            native(
+                "libjvm.so",
+                "BarrierSetNMethod::nmethod_stub_entry_barrier(unsigned char**)",
+            ),
+        ]);
+        barrier.native_pcs = 2;
+        barrier.truncated = None;
+        // A JNI library's frames below libjvm: a boundary sample, not a VM transition.
+        let mut jni = sample(vec![
+            native("libjvm.so", "jni_NewObject"),
+            native("libjnidispatch.system.so", "dispatch"),
+        ]);
+        jni.native_pcs = 2;
+        jni.truncated = None;
+        let mut in_libz = sample(vec![native("libz.so.1", "crc32_z")]);
+        in_libz.native_pcs = 1;
+        in_libz.truncated = None;
+        assert!(barrier.in_vm_transition());
+        assert!(!jni.in_vm_transition() && !in_libz.in_vm_transition());
+        let f = measure_to_thread_root(&[&barrier, &jni, &in_libz]);
+        assert_eq!(
+            (
+                f.samples,
+                f.in_vm_transition,
+                f.native_leaf,
+                f.native_leaf_whole
+            ),
+            (3, 1, 2, 0)
+        );
     }
 }

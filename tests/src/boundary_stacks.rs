@@ -141,6 +141,23 @@ impl Sample {
                 })
     }
 
+    /// Whether the sample has no Java stack and its native frames are all HotSpot's own
+    /// (libjvm, and libc below it): VM code that JVM-generated code called (a runtime or
+    /// barrier stub), in a transition the walk did not cross, such as an nmethod's entry
+    /// barrier on its first call. Not a native library called from Java (its frames would be
+    /// there). Counted apart from native leaves, and bounded.
+    pub fn in_vm_transition(&self) -> bool {
+        let mut native = self
+            .symbolized
+            .iter()
+            .take_while(|f| f.symbolized_native)
+            .peekable();
+        self.java.is_empty()
+            && native.peek().is_some()
+            && native.all(|f| f.class == "libjvm.so" || f.in_library("libc.so"))
+            && self.symbolized.iter().any(|f| f.class == "libjvm.so")
+    }
+
     /// The symbolized stack if it was read, else the Java frames.
     pub fn stack(&self) -> &[Frame] {
         if self.symbolized.is_empty() {

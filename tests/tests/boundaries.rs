@@ -44,6 +44,10 @@ const MIN_WHOLE_PERCENT: f64 = 99.0;
 const MIN_IN_PLACE_PERCENT: f64 = 95.0;
 /// Least share (%) of the tick-by-tick pairs with the JDK's sampler that have its stack.
 const MIN_SAME_TICK_STACK_PERCENT: f64 = 95.0;
+/// Most share (%) of a platform thread's samples taken in HotSpot's own code with no Java stack
+/// (deoptimization, C1's monitorexit slow path, other stubs' calls into libjvm such as an
+/// nmethod entry barrier): 0-2 of ~750 measured.
+const MAX_VM_TRANSITION_PERCENT: f64 = 0.5;
 /// Most share (%) of a virtual-thread group's samples taken while HotSpot thawed the frames
 /// (0.1-0.8% measured, the most under generational ZGC).
 const MAX_THAW_PERCENT: f64 = 2.0;
@@ -151,6 +155,15 @@ fn thread_errors(rec: &Recorded, figures: &[(String, Figures)]) -> Vec<String> {
                 f.whole,
                 f.samples,
                 percent(f.whole, f.samples),
+                f.examples()
+            ));
+        }
+        let transitions = f.in_vm_transition + f.in_unwalkable_monitor_exit + f.in_deoptimization;
+        if percent(transitions, f.samples) > MAX_VM_TRANSITION_PERCENT {
+            errors.push(format!(
+                "{what}: {transitions} of {} samples in VM transitions without a Java stack, want \
+                 at most {MAX_VM_TRANSITION_PERCENT}%\n{}",
+                f.samples,
                 f.examples()
             ));
         }
