@@ -97,10 +97,16 @@ impl Sample {
     /// rewrites that frame): a transition no Java walk crosses, not the JDK's either
     /// (AsyncGetCallTrace says "deoptimizing", -9). Known only from the symbolized stack.
     pub fn in_deoptimization(&self) -> bool {
+        self.has_libjvm_frame_above_java(|m| m.starts_with("Deoptimization::"))
+    }
+
+    /// Whether a native frame above the first Java frame is a libjvm function whose name
+    /// passes `wanted`.
+    fn has_libjvm_frame_above_java(&self, wanted: impl Fn(&str) -> bool) -> bool {
         self.symbolized
             .iter()
             .take_while(|f| f.symbolized_native)
-            .any(|f| f.class == "libjvm.so" && f.method.starts_with("Deoptimization::"))
+            .any(|f| f.class == "libjvm.so" && wanted(&f.method))
     }
 
     /// Whether the thread was in the slow path of a `monitorexit` with no Java stack written:
@@ -111,14 +117,9 @@ impl Sample {
     /// (`docs/how-it-works.md#limits`), counted apart; C2's slow path is walked.
     pub fn in_unwalkable_monitor_exit(&self) -> bool {
         self.java.is_empty()
-            && self
-                .symbolized
-                .iter()
-                .take_while(|f| f.symbolized_native)
-                .any(|f| {
-                    f.class == "libjvm.so"
-                        && f.method.starts_with("SharedRuntime::monitor_exit_helper")
-                })
+            && self.has_libjvm_frame_above_java(|m| {
+                m.starts_with("SharedRuntime::monitor_exit_helper")
+            })
     }
 
     /// Whether HotSpot was thawing the virtual thread's frames, with no Java stack written:
@@ -128,17 +129,12 @@ impl Sample {
     /// agent walks neither (docs/how-it-works.md#virtual-threads). Counted apart.
     pub fn in_thaw(&self) -> bool {
         self.java.is_empty()
-            && self
-                .symbolized
-                .iter()
-                .take_while(|f| f.symbolized_native)
-                .any(|f| {
-                    f.class == "libjvm.so"
-                        && (f.method.starts_with("ThawBase::")
-                            || f.method.starts_with("Continuation::prepare_thaw")
-                            || f.method.starts_with("thaw<")
-                            || f.method.contains(" thaw<"))
-                })
+            && self.has_libjvm_frame_above_java(|m| {
+                m.starts_with("ThawBase::")
+                    || m.starts_with("Continuation::prepare_thaw")
+                    || m.starts_with("thaw<")
+                    || m.contains(" thaw<")
+            })
     }
 
     /// Whether the sample has no Java stack and its native frames are all HotSpot's own
