@@ -16,8 +16,9 @@
 //! symbolized file, at least 99% of the virtual threads' samples whole and written as their
 //! virtual thread, and no sample cut short written as complete. Every count is printed. Samples
 //! taken in a transition no walk crosses (HotSpot deoptimizing a frame or thawing a virtual
-//! thread's frames, C1's `monitorexit` slow path; docs/how-it-works.md) have no Java stack; they
-//! are counted apart, and the thaw share is bounded.
+//! thread's frames, C1's `monitorexit` slow path, other calls from JVM-generated code into
+//! libjvm; docs/how-it-works.md) have no Java stack; they are counted apart and bounded
+//! ([`MAX_VM_TRANSITION_PERCENT`], [`MAX_THAW_PERCENT`]).
 //! `JFRNATIVE_AGENT=/path/libjfrnative.so` runs the tests on another agent (they fail on the
 //! agent of before the issue: see the commit that added them).
 
