@@ -590,10 +590,13 @@ fn chunks_describe_the_libraries_their_samples_reach_on_a_clock_from_the_start()
                 );
             }
         }
+        // Every pc of a sample reaches a library: the native frames above the first Java
+        // frame and those between Java frames (segments: JNI code calling Java back).
         let reached = |lib: &symbolize::LibraryRef| {
             profile.samples.iter().any(|s| {
                 s.native
                     .iter()
+                    .chain(s.segments.iter().flat_map(|seg| seg.pcs.iter()))
                     .any(|&pc| (lib.base..=lib.top).contains(&pc))
             })
         };
