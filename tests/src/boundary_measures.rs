@@ -151,29 +151,25 @@ impl Figures {
             self.native_leaf_whole,
             percent(self.native_leaf_whole, self.native_leaf),
         );
-        if self.in_deoptimization > 0 {
-            line += &format!(
-                "; while HotSpot deoptimized a frame {}",
-                self.in_deoptimization
-            );
-        }
-        if self.in_thaw > 0 {
-            line += &format!(
-                "; while HotSpot thawed the frames, no Java stack {}",
-                self.in_thaw
-            );
-        }
-        if self.in_vm_transition > 0 {
-            line += &format!(
-                "; in another VM transition (libjvm only), no Java stack {}",
-                self.in_vm_transition
-            );
-        }
-        if self.in_unwalkable_monitor_exit > 0 {
-            line += &format!(
-                "; in a C1 monitorexit slow path, no Java stack {}",
-                self.in_unwalkable_monitor_exit
-            );
+        // The samples counted apart, each named once, when there are any.
+        for (count, what) in [
+            (self.in_deoptimization, "while HotSpot deoptimized a frame"),
+            (
+                self.in_thaw,
+                "while HotSpot thawed the frames, no Java stack",
+            ),
+            (
+                self.in_vm_transition,
+                "in another VM transition (libjvm only), no Java stack",
+            ),
+            (
+                self.in_unwalkable_monitor_exit,
+                "in a C1 monitorexit slow path, no Java stack",
+            ),
+        ] {
+            if count > 0 {
+                line += &format!("; {what} {count}");
+            }
         }
         if self.upcall > 0 {
             line += &format!(

@@ -565,15 +565,13 @@ fn chunks_describe_the_libraries_their_samples_reach_on_a_clock_from_the_start()
     let mut first_libraries = 0;
     let mut later_libraries = 0;
     let profiles: Vec<_> = read.chunks.iter().map(|c| read_chunk(c).unwrap()).collect();
-    let in_any_chunk = |pc: u64| {
-        profiles
-            .iter()
-            .any(|p| p.library_of(pc).is_some() || p.library_of(pc.wrapping_sub(1)).is_some())
+    // A return address just past a library's last byte is looked up at pc - 1.
+    let holds = |p: &symbolize::profile::ChunkProfile, pc: u64| {
+        p.library_of(pc).is_some() || p.library_of(pc.wrapping_sub(1)).is_some()
     };
+    let in_any_chunk = |pc: u64| profiles.iter().any(|p| holds(p, pc));
     for (i, (profile, chunk)) in profiles.iter().zip(&read.chunks).enumerate() {
-        let in_chunk = |pc: u64| {
-            profile.library_of(pc).is_some() || profile.library_of(pc.wrapping_sub(1)).is_some()
-        };
+        let in_chunk = |pc: u64| holds(profile, pc);
         for s in &profile.samples {
             let t = wall_ns(s.start_ticks);
             assert!(
