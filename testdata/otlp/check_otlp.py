@@ -17,9 +17,22 @@ from opentelemetry.proto.collector.profiles.v1development import profiles_servic
 from opentelemetry.proto.profiles.v1development import profiles_pb2
 
 
-def any_value(v):
+def any_value(v, strings=()):
+    """An AnyValue's value; a string given as a string-table reference (string_value_strindex,
+    as an OpenTelemetry Collector forwards resource attributes) is resolved in `strings`."""
     kind = v.WhichOneof("value")
+    if kind == "string_value_strindex":
+        i = v.string_value_strindex
+        return strings[i] if 0 <= i < len(strings) else None
     return None if kind is None else getattr(v, kind)
+
+
+def key_of(kv, strings):
+    """A KeyValue's key, inline or as a string-table reference (key_strindex)."""
+    if kv.key:
+        return kv.key
+    i = kv.key_strindex
+    return strings[i] if 0 < i < len(strings) else ""
 
 
 def summarize(path, with_locations):
@@ -61,7 +74,7 @@ def summarize(path, with_locations):
                 a = d.attribute_table[i]
                 key = s(a.key_strindex)
                 check(key not in out, f"attribute {key} twice in one message")
-                out[key] = any_value(a.value)
+                out[key] = any_value(a.value, strings)
         return out
 
     mappings = []
@@ -99,12 +112,14 @@ def summarize(path, with_locations):
 
     profiles = []
     for rp in request.resource_profiles:
-        resource = {kv.key: any_value(kv.value) for kv in rp.resource.attributes}
+        resource = {key_of(kv, strings): any_value(kv.value, strings)
+                    for kv in rp.resource.attributes}
         for sp in rp.scope_profiles:
             for p in sp.profiles:
                 start, end = p.time_unix_nano, p.time_unix_nano + p.duration_nano
                 total = 0
                 values = 0
+                timestamps = 0
                 threads = {}
                 thread_attributes = set()
                 flat = {}
@@ -122,6 +137,7 @@ def summarize(path, with_locations):
                     weight = sum(sample.values) if len(sample.values) else n_ts
                     total += weight
                     values += max(len(sample.values), n_ts)
+                    timestamps += n_ts
                     a = attrs(sample.attribute_indices)
                     name = a.get("thread.name")
                     threads[name or ""] = threads.get(name or "", 0) + weight
@@ -156,6 +172,7 @@ def summarize(path, with_locations):
                     "duration_nano": p.duration_nano,
                     "total": total,
                     "values": values,
+                    "timestamps": timestamps,
                     "samples": len(p.samples),
                     "threads": threads,
                     "thread_attributes": [json.loads(t) for t in sorted(thread_attributes)],

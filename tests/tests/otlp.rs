@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use tests::golden::{CLOCK, REPORT_TOTALS_PLACEHOLDERS_NS};
 use tests::jdk::{oracle_jdks, Jdk};
-use tests::otlp::{otlp_reader, profile, within};
+use tests::otlp::{otlp_reader, profile, within, OtlpReader};
 use tests::readers::{cpu_sample_events, jfr_json, lost_cpu_ticks_by_thread, report_flat_cum};
 use tests::recordings::{burner_recording_with_dwarf, dwarf_recording};
 use tests::symlibs::{build_id, llvm_symbolizer, sym_libs, RefFrame, BASE};
@@ -36,10 +36,12 @@ fn export(input: &Path, name: &str) -> (PathBuf, Value) {
     (file, json)
 }
 
-/// The profile's total equals the JSON report's, and is within 0.1 % of Σ `samplingPeriod` of
-/// the CPU samples and Σ `lostCpuTime` of the losses as `jfr print --json` of `jdk` reads
-/// `recording`; there is one value per sample and per loss.
-fn assert_totals(summary: &Value, json: &Value, jdk: &Jdk, recording: &Path) {
+/// In both shapes of `recording`'s export, the profile's total equals the JSON report's, and is
+/// within 0.1 % of Σ `samplingPeriod` of the CPU samples and Σ `lostCpuTime` of the losses as
+/// `jfr print --json` of `jdk` reads `recording`. `summary` is the default (aggregated) export:
+/// one value per sample, no timestamps, `period` set (Grafana Pyroscope's rules); the timed
+/// export (`--otlp-shape timed`) has one value per CPU sample and per loss.
+fn assert_totals(reader: &OtlpReader, summary: &Value, json: &Value, jdk: &Jdk, recording: &Path) {
     let reading = jfr_json(jdk, recording).unwrap();
     let lost_ticks: u64 = lost_cpu_ticks_by_thread(jdk, recording)
         .unwrap()
@@ -47,33 +49,57 @@ fn assert_totals(summary: &Value, json: &Value, jdk: &Jdk, recording: &Path) {
         .sum();
     // Durations are read in ticks of the golden clock (µs).
     let jfr_print_ns = reading.period_ns() + lost_ticks * 1_000_000_000 / CLOCK.ticks_per_second;
-    let p = profile(summary);
-    assert_eq!(p["sample_type"], serde_json::json!(["cpu", "nanoseconds"]));
-    assert_eq!(p["period_type"], serde_json::json!(["cpu", "nanoseconds"]));
-    let total = p["total"].as_u64().unwrap();
-    assert!(total > 0);
-    assert_eq!(
-        total,
-        json["total"]["cpuNanos"].as_u64().unwrap(),
-        "the JSON's total"
-    );
-    assert!(
-        within(total, jfr_print_ns, 0.001),
-        "OTLP {total} ns against jfr print's {jfr_print_ns} ns"
-    );
-    eprintln!(
-        "{}: OTLP total {total} ns, jfr print {jfr_print_ns} ns",
-        recording.display()
-    );
     let losses = reading
         .counts
         .get("jdk.CPUTimeSamplesLost")
         .copied()
         .unwrap_or(0);
+    let timed_file = out_dir().join(format!(
+        "{}.timed.otlp.pb",
+        recording.file_stem().unwrap().to_string_lossy()
+    ));
+    jfr_symbolize_ok(
+        recording,
+        &["--otlp-shape", "timed", "-o", timed_file.to_str().unwrap()],
+    );
+    let timed = reader.read(&timed_file);
+    for (shape, summary) in [("aggregated", summary), ("timed", &timed)] {
+        assert_eq!(summary["errors"], serde_json::json!([]), "{shape}");
+        let p = profile(summary);
+        assert_eq!(p["sample_type"], serde_json::json!(["cpu", "nanoseconds"]));
+        assert_eq!(p["period_type"], serde_json::json!(["cpu", "nanoseconds"]));
+        assert!(p["period"].as_u64().unwrap() > 0, "{shape}: period set");
+        let total = p["total"].as_u64().unwrap();
+        assert!(total > 0);
+        assert_eq!(
+            total,
+            json["total"]["cpuNanos"].as_u64().unwrap(),
+            "{shape}: the JSON's total"
+        );
+        assert!(
+            within(total, jfr_print_ns, 0.001),
+            "{shape}: OTLP {total} ns against jfr print's {jfr_print_ns} ns"
+        );
+        eprintln!(
+            "{} ({shape}): OTLP total {total} ns, jfr print {jfr_print_ns} ns",
+            recording.display()
+        );
+    }
+    let p = profile(summary);
+    assert_eq!(
+        p["values"], p["samples"],
+        "aggregated: one value per sample"
+    );
+    assert_eq!(p["timestamps"], 0, "aggregated: no timestamps");
+    let p = profile(&timed);
     assert_eq!(
         p["values"].as_u64().unwrap(),
         reading.samples.len() as u64 + losses,
-        "one value per sample and per loss"
+        "timed: one value per CPU sample and per loss"
+    );
+    assert_eq!(
+        p["timestamps"], p["values"],
+        "timed: one timestamp per value"
     );
 }
 
@@ -112,7 +138,7 @@ fn golden_recording_exports_every_sample_with_its_mappings_build_ids_and_threads
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/golden/report_totals.jfr");
     let (file, json) = export(&input, "golden");
     let summary = reader.read(&file);
-    assert_totals(&summary, &json, &jdk, &input);
+    assert_totals(&reader, &summary, &json, &jdk, &input);
     let p = profile(&summary);
     // The recording's interval and clock (2026-01-01, 1 ms of chunk).
     assert_eq!(p["period"], 10_000_000);
@@ -209,7 +235,7 @@ fn inline_chains_are_lines_of_one_location_and_virtual_threads_are_said() {
     let (input, leaf, ra) = dwarf_recording(&dir, true);
     let (file, json) = export(&input, "dwarf");
     let summary = reader.read(&file);
-    assert_totals(&summary, &json, &jdk, &input);
+    assert_totals(&reader, &summary, &json, &jdk, &input);
     let p = profile(&summary);
     assert_eq!(p["period"], 1_000_000, "the interval setting");
     assert_eq!(p["total"], 5_000_000);
@@ -315,7 +341,7 @@ fn agent_recording_exports_native_lines_build_ids_and_thread_ids() {
     let (file, json) = export(&recording, "agent");
     let summary = reader.read(&file);
     let p = profile(&summary);
-    assert_totals(&summary, &json, &jdk, &recording);
+    assert_totals(&reader, &summary, &json, &jdk, &recording);
     assert_eq!(p["period"], 10_000_000);
 
     // Every native location has a mapping with a build-id, which is readelf's for each file

@@ -239,7 +239,7 @@ fn upload_export(
     agg: &symbolize::report::Aggregate,
     (endpoint, resource): &(Endpoint, Vec<(String, String)>),
 ) -> io::Result<()> {
-    let request = otlp::encode(agg, resource)?;
+    let request = otlp::encode(agg, resource, endpoint.shape)?;
     let body = encode_body(endpoint.gzip, &request);
     let sender = Sender::new(endpoint.clone());
     let mut backoff = Backoff::new();
@@ -446,7 +446,7 @@ fn run(args: &Args, upload: Option<&(Endpoint, Vec<(String, String)>)>) -> io::R
                 Some((_, resource)) => resource.clone(),
                 None => export::resource_attributes(&process_env).map_err(io::Error::other)?,
             };
-            otlp::write(agg, &resource, &mut *sink)?
+            otlp::write(agg, &resource, args.upload.otlp_shape.into(), &mut *sink)?
         }
         Format::Sizes => {}
     }

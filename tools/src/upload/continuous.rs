@@ -99,6 +99,9 @@ pub struct Counts {
     pub sent_bytes: u64,
     /// Requests the endpoint refused for good.
     pub rejected: u64,
+    /// Requests the endpoint took with a partial success: it said it refused some profiles
+    /// (counted in `sent` too).
+    pub partial: u64,
     /// Requests dropped to keep the spool within its bound.
     pub dropped: u64,
     /// Requests left in the spool at the end.
@@ -216,6 +219,10 @@ pub fn summary(config: &Config, c: &Counts) -> String {
     for (n, what) in [
         (c.dropped, "dropped to keep the spool within its bound"),
         (c.rejected, "refused by the endpoint"),
+        (
+            c.partial,
+            "taken only in part (the endpoint said it refused some profiles)",
+        ),
         (c.unreadable, "unreadable"),
     ] {
         if n > 0 {
@@ -263,7 +270,12 @@ fn watch(shared: &Shared, config: &Config, mut seen: HashSet<OsString>) {
                 continue;
             }
             let path = config.dir.join(&name);
-            let request = chunk_request(&path, &mut symbolizer, &config.resource);
+            let request = chunk_request(
+                &path,
+                &mut symbolizer,
+                &config.resource,
+                config.endpoint.shape,
+            );
             let request = match request {
                 Ok(r) => r,
                 // Removed by the agent (maxage/maxsize) before it could be read.
@@ -386,6 +398,7 @@ fn send(shared: &Shared, sender: &Sender, spool_dir: &Path) {
                     );
                 }
                 if let Some(p) = partial {
+                    lock(&shared.counts).partial += 1;
                     eprintln!("jfrnative: upload: {}: {p}", entry.path.display());
                 }
             }

@@ -17,7 +17,8 @@
 
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+use symbolize::report::otlp::Shape;
 use ureq::http::{HeaderName, HeaderValue, Uri};
 
 /// The OTLP/HTTP path of profiles (proto v1.10.0).
@@ -43,6 +44,31 @@ pub struct UploadFlags {
     /// Compress upload requests with gzip (Content-Encoding: gzip).
     #[arg(long, requires = "upload")]
     pub gzip: bool,
+    /// How OTLP samples carry their CPU time (uploads and .otlp.pb files): `aggregated`, one
+    /// value per thread and stack, is what Grafana Pyroscope and the OpenTelemetry Collector
+    /// take; `timed` adds each sample's time (one value and one timestamp per sample), which
+    /// Pyroscope 2.2.1 refuses.
+    #[arg(long, value_enum, value_name = "SHAPE", default_value_t = OtlpShape::Aggregated)]
+    pub otlp_shape: OtlpShape,
+}
+
+/// The values of `--otlp-shape`.
+#[derive(ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OtlpShape {
+    /// One value per (thread, stack): the CPU ns of its samples summed, no timestamps.
+    #[default]
+    Aggregated,
+    /// One value (CPU ns) and one timestamp per sample.
+    Timed,
+}
+
+impl From<OtlpShape> for Shape {
+    fn from(shape: OtlpShape) -> Shape {
+        match shape {
+            OtlpShape::Aggregated => Shape::Aggregated,
+            OtlpShape::Timed => Shape::Timed,
+        }
+    }
 }
 
 /// Where and how to send.
@@ -56,6 +82,8 @@ pub struct Endpoint {
     pub gzip: bool,
     /// The timeout of one request.
     pub timeout: Duration,
+    /// The shape of the samples sent.
+    pub shape: Shape,
 }
 
 impl UploadFlags {
@@ -146,6 +174,7 @@ impl UploadFlags {
             headers,
             gzip,
             timeout,
+            shape: self.otlp_shape.into(),
         }))
     }
 }

@@ -59,12 +59,13 @@ pub struct ChunkRequest {
     pub damage: Option<String>,
 }
 
-/// The chunk file(s) of `path` as one encoded OTLP request, symbolized by `symbolizer` (kept
-/// from chunk to chunk: each library is read once).
+/// The chunk file(s) of `path` as one encoded OTLP request with samples in `shape`, symbolized
+/// by `symbolizer` (kept from chunk to chunk: each library is read once).
 pub fn chunk_request(
     path: &Path,
     symbolizer: &mut Symbolizer,
     resource: &[(String, String)],
+    shape: otlp::Shape,
 ) -> io::Result<ChunkRequest> {
     let bytes = std::fs::read(path)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display())))?;
@@ -83,7 +84,7 @@ pub fn chunk_request(
         ));
     }
     Ok(ChunkRequest {
-        body: otlp::encode(&outcome.aggregate, resource)?,
+        body: otlp::encode(&outcome.aggregate, resource, shape)?,
         samples: outcome.aggregate.total.samples,
         damage: read.error.map(|e| e.to_string()),
     })

@@ -235,6 +235,7 @@ mod tests {
             headers: vec![],
             gzip: true,
             timeout: Duration::from_secs(2),
+            shape: symbolize::report::otlp::Shape::Aggregated,
         });
         let body = encode_body(true, b"abc");
         assert_eq!(&body[..2], [0x1f, 0x8b], "gzip");

@@ -15,19 +15,28 @@
 //! - **One profile** per aggregate (all the chunks read; `jfrnative --upload` sends one request
 //!   per chunk file). Sample type `cpu`/`nanoseconds` (`samples`/`count` for a profile of the
 //!   JDK's execution samples, which carry no CPU time); `period_type` `cpu`/`nanoseconds` and
-//!   `period` the sampling interval when the recording's settings state it (0 otherwise);
+//!   `period` the sampling interval the recording's settings state: when chunks state several
+//!   (files recorded at different intervals), the shortest; 0 only when no chunk states one.
+//!   The values are CPU ns whatever the period, so no value depends on it; backends name the
+//!   profile from it (Grafana Pyroscope refuses a profile whose `period` is 0).
 //!   `time_unix_nano` and `duration_nano` span the chunks read (cut to `--from`/`--to`).
-//! - **Samples**: one per distinct (thread, stack). With [`Filter::events`](super::Filter::events)
-//!   each holds one value per event (its `samplingPeriod` in ns) and that event's time in
-//!   `timestamps_unix_nano`; otherwise one value, the sum. Lost samples (one value per
-//!   `jdk.CPUTimeSamplesLost`: the CPU time it says was lost, 0 when it does not say) and
-//!   incomplete stacks keep the placeholder frames of the other views (`[no Java stack]`,
-//!   `[lost samples: REASON]`, ...), so the values sum to the other views' total, Σ
-//!   `samplingPeriod`.
+//! - **Samples**: one per distinct (thread, stack), in the [`Shape`] asked for:
+//!   [`Shape::Aggregated`] (the default) one value, the CPU ns of its events summed, and no
+//!   timestamps, the shape every backend tried takes; [`Shape::Timed`] one value per event (its
+//!   `samplingPeriod` in ns) and that event's time in `timestamps_unix_nano` (needs
+//!   [`Filter::events`](super::Filter::events); Pyroscope 2.2.1 refuses it: "sample values
+//!   length mismatch"). Lost samples (one value per `jdk.CPUTimeSamplesLost`: the CPU time it
+//!   says was lost, 0 when it does not say) and incomplete stacks keep the placeholder frames
+//!   of the other views (`[no Java stack]`, `[lost samples: REASON]`, ...), so in either shape
+//!   the values sum to the other views' total, Σ `samplingPeriod`.
 //! - **Sample attributes**: `thread.name` and `thread.id` (`Thread.threadId()`, the JVM's
 //!   `javaThreadId`) of the semantic conventions, and [`THREAD_VIRTUAL`] when the file says
 //!   whether the thread is virtual (no convention names that). Each is left out when the event
-//!   does not say.
+//!   does not say. Then the resource's `service.name`, on every sample: Grafana Pyroscope
+//!   (2.2.1) names a sample's service from its own `service.name` first, and cannot read the
+//!   resource's once an OpenTelemetry Collector (v0.165.0) has forwarded it (the Collector
+//!   writes resource attributes as string-table references, which Pyroscope does not read: the
+//!   profile lands as `unknown_service`).
 //! - **Native locations**: the recorded program counter in the mapping of the recorded library
 //!   (`memory_start`/`memory_limit`/`file_offset`, the file name as recorded), whose GNU build-id
 //!   is the attribute `process.executable.build_id.gnu` (the key OpenTelemetry's profiles
@@ -76,16 +85,29 @@ pub const THREAD_VIRTUAL: &str = "jfrnative.thread.virtual";
 /// The location attribute naming the kind of code (semantic conventions: `jvm`, `native`,
 /// `kernel`, ...).
 pub const FRAME_TYPE: &str = "profile.frame.type";
+/// The resource attribute naming the service (semantic conventions), also put on every sample.
+pub const SERVICE_NAME: &str = "service.name";
 /// The instrumentation scope's name.
 pub const SCOPE_NAME: &str = "jfr-native";
 
+/// How a profile's samples carry their values: two of the shapes `profiles.proto` documents.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// One value per (thread, stack), the CPU ns of its events summed; no timestamps.
+    #[default]
+    Aggregated,
+    /// One value per event, its CPU ns, with the event's time in `timestamps_unix_nano`.
+    Timed,
+}
+
 /// The aggregate as an OTLP export request whose resource has `resource` (key, value) as its
-/// string attributes (`service.name`, ...). It needs the samples by location, which the
-/// aggregate keeps only when [`Filter::locations`](super::Filter::locations) or
-/// [`Filter::events`](super::Filter::events) was set.
+/// string attributes (`service.name`, ...), its samples in `shape`. It needs the samples by
+/// location, which the aggregate keeps only when [`Filter::locations`](super::Filter::locations)
+/// or [`Filter::events`](super::Filter::events) was set; [`Shape::Timed`] needs the events.
 pub fn to_request(
     agg: &Aggregate,
     resource: &[(String, String)],
+    shape: Shape,
 ) -> io::Result<ExportProfilesServiceRequest> {
     let located = agg.located.as_ref().ok_or_else(|| {
         io::Error::new(
@@ -93,8 +115,20 @@ pub fn to_request(
             "OTLP needs the samples by location: fold them with Filter::events set",
         )
     })?;
+    if shape == Shape::Timed && located.samples.values().any(|s| s.events.is_empty()) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "timed OTLP samples need each event's time: fold them with Filter::events set",
+        ));
+    }
     let mut dict = Dictionary::new();
     let locations = locations(agg, located, &mut dict);
+    // The service's name on every sample too: backends read it there when the resource's is
+    // out of their reach (see the module's documentation).
+    let service = resource
+        .iter()
+        .find(|(k, _)| k == SERVICE_NAME)
+        .map(|(_, name)| dict.attribute(SERVICE_NAME, Value::Str(name.clone())));
     let mut keys: Vec<_> = located.samples.iter().collect();
     keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let samples = keys
@@ -115,7 +149,8 @@ pub fn to_request(
             if let Some(is_virtual) = key.thread_ids.is_virtual {
                 attribute_indices.push(dict.attribute(THREAD_VIRTUAL, Value::Bool(is_virtual)));
             }
-            let (values, timestamps_unix_nano) = if samples.events.is_empty() {
+            attribute_indices.extend(service);
+            let (values, timestamps_unix_nano) = if shape == Shape::Aggregated {
                 (vec![signed(agg.measure(&samples.weight))], Vec::new())
             } else {
                 samples
@@ -145,10 +180,8 @@ pub fn to_request(
     let (sample_type, period_type, period) = match agg.source {
         Source::CpuTime => {
             let cpu = value_type("cpu", "nanoseconds");
-            let period = match agg.intervals_ns.len() {
-                1 => agg.intervals_ns.first().map_or(0, |&ns| signed(ns)),
-                _ => 0,
-            };
+            // The shortest interval stated (the set is ordered); 0 when none is.
+            let period = agg.intervals_ns.first().map_or(0, |&ns| signed(ns));
             (cpu, Some(cpu), period)
         }
         Source::Execution => (value_type("samples", "count"), None, 0),
@@ -280,17 +313,18 @@ fn frame_type(key: &LocationKey, frames: &[(u32, &FrameKey)]) -> Option<&'static
 }
 
 /// [`to_request`], encoded: the bytes of an `.otlp.pb` file and of an OTLP/HTTP request body.
-pub fn encode(agg: &Aggregate, resource: &[(String, String)]) -> io::Result<Vec<u8>> {
-    Ok(to_request(agg, resource)?.encode_to_vec())
+pub fn encode(agg: &Aggregate, resource: &[(String, String)], shape: Shape) -> io::Result<Vec<u8>> {
+    Ok(to_request(agg, resource, shape)?.encode_to_vec())
 }
 
 /// Writes [`encode`] to `out`.
 pub fn write(
     agg: &Aggregate,
     resource: &[(String, String)],
+    shape: Shape,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    out.write_all(&encode(agg, resource)?)
+    out.write_all(&encode(agg, resource, shape)?)
 }
 
 #[cfg(test)]

@@ -108,9 +108,15 @@ fn events() -> Filter {
     }
 }
 
-fn read_back(agg: &Aggregate) -> ExportProfilesServiceRequest {
+fn read_back(agg: &Aggregate, shape: Shape) -> ExportProfilesServiceRequest {
     let mut bytes = Vec::new();
-    write(agg, &[("service.name".into(), "demo".into())], &mut bytes).unwrap();
+    write(
+        agg,
+        &[("service.name".into(), "demo".into())],
+        shape,
+        &mut bytes,
+    )
+    .unwrap();
     ExportProfilesServiceRequest::decode(bytes.as_slice()).unwrap()
 }
 
@@ -133,7 +139,7 @@ fn attributes(d: &ProfilesDictionary, indices: &[i32]) -> Vec<(String, String)> 
 #[test]
 fn each_sample_keeps_its_time_weight_thread_and_frames() {
     let agg = aggregate(&events());
-    let request = read_back(&agg);
+    let request = read_back(&agg, Shape::Timed);
     let d = request.dictionary.as_ref().unwrap();
     let s = |i: i32| d.string_table[i as usize].as_str();
     let resource = request.resource_profiles[0].resource.as_ref().unwrap();
@@ -167,6 +173,7 @@ fn each_sample_keeps_its_time_weight_thread_and_frames() {
             ("thread.name".to_string(), "main".to_string()),
             ("thread.id".to_string(), "1".to_string()),
             ("jfrnative.thread.virtual".to_string(), "false".to_string()),
+            ("service.name".to_string(), "demo".to_string()),
         ]
     );
     let stack = &d.stack_table[main.stack_index as usize].location_indices;
@@ -234,9 +241,13 @@ fn each_sample_keeps_its_time_weight_thread_and_frames() {
     assert_eq!(location(worker_stack[0]).mapping_index, 0);
     assert_eq!(names(worker_stack[1]), ["[no Java stack]"]);
     assert!(location(worker_stack[1]).attribute_indices.is_empty());
-    // The loss: its CPU time at its time, no thread attribute, its placeholder frame.
+    // The loss: its CPU time at its time, no thread attribute (the service's only), its
+    // placeholder frame.
     let lost = p.samples.iter().find(|x| x.values == [20_000_000]).unwrap();
-    assert!(lost.attribute_indices.is_empty());
+    assert_eq!(
+        attributes(d, &lost.attribute_indices),
+        [("service.name".to_string(), "demo".to_string())]
+    );
     assert_eq!(lost.timestamps_unix_nano, [1_040_000_000]);
     let lost_stack = &d.stack_table[lost.stack_index as usize].location_indices;
     assert_eq!(names(lost_stack[0]), ["[lost samples: sample buffer full]"]);
@@ -248,7 +259,7 @@ fn without_events_each_sample_has_its_sum_and_no_thread_ids() {
         locations: true,
         ..Filter::default()
     };
-    let request = read_back(&aggregate(&filter));
+    let request = read_back(&aggregate(&filter), Shape::Aggregated);
     let d = request.dictionary.as_ref().unwrap();
     let p = &request.resource_profiles[0].scope_profiles[0].profiles[0];
     assert_eq!(p.samples.len(), 3);
@@ -259,13 +270,85 @@ fn without_events_each_sample_has_its_sum_and_no_thread_ids() {
     for x in &p.samples {
         assert!(attributes(d, &x.attribute_indices)
             .iter()
-            .all(|(k, _)| k == THREAD_NAME));
+            .all(|(k, _)| k == THREAD_NAME || k == SERVICE_NAME));
     }
+}
+
+#[test]
+fn without_a_service_name_in_the_resource_samples_carry_none() {
+    let request = to_request(&aggregate(&events()), &[], Shape::Aggregated).unwrap();
+    let d = request.dictionary.as_ref().unwrap();
+    let p = &request.resource_profiles[0].scope_profiles[0].profiles[0];
+    assert!(p.samples.iter().all(|x| attributes(d, &x.attribute_indices)
+        .iter()
+        .all(|(k, _)| k != SERVICE_NAME)));
+}
+
+/// The default shape, the one Grafana Pyroscope 2.2.1 takes: with `period` set it refuses a
+/// sample whose number of values is not the number of sample types (one).
+#[test]
+fn aggregated_samples_have_one_value_their_sum_and_keep_thread_ids() {
+    let agg = aggregate(&events());
+    let request = read_back(&agg, Shape::Aggregated);
+    let d = request.dictionary.as_ref().unwrap();
+    let p = &request.resource_profiles[0].scope_profiles[0].profiles[0];
+    assert_eq!(p.period, 10_000_000);
+    let period_type = p.period_type.unwrap();
+    assert_eq!(
+        (
+            d.string_table[period_type.type_strindex as usize].as_str(),
+            d.string_table[period_type.unit_strindex as usize].as_str()
+        ),
+        ("cpu", "nanoseconds")
+    );
+    assert_eq!(p.samples.len(), 3);
+    assert!(p.samples.iter().all(|x| x.values.len() == 1));
+    assert!(p.samples.iter().all(|x| x.timestamps_unix_nano.is_empty()));
+    let total: i64 = p.samples.iter().map(|x| x.values[0]).sum();
+    assert_eq!(total, agg.total.cpu_ns as i64);
+    assert_eq!(total, 60_000_000);
+    let main = p
+        .samples
+        .iter()
+        .find(|x| x.values == [30_000_000])
+        .expect("main's two events summed");
+    assert_eq!(
+        attributes(d, &main.attribute_indices),
+        [
+            ("thread.name".to_string(), "main".to_string()),
+            ("thread.id".to_string(), "1".to_string()),
+            ("jfrnative.thread.virtual".to_string(), "false".to_string()),
+            ("service.name".to_string(), "demo".to_string()),
+        ]
+    );
+}
+
+#[test]
+fn period_is_the_shortest_interval_stated_and_zero_only_when_none_is() {
+    let mut agg = aggregate(&events());
+    agg.intervals_ns = [20_000_000, 1_000_000, 10_000_000].into();
+    let p = |agg: &Aggregate| {
+        read_back(agg, Shape::Aggregated).resource_profiles[0].scope_profiles[0].profiles[0].period
+    };
+    assert_eq!(p(&agg), 1_000_000);
+    agg.intervals_ns.clear();
+    assert_eq!(p(&agg), 0);
+}
+
+#[test]
+fn timed_samples_without_event_times_are_refused() {
+    let filter = Filter {
+        locations: true,
+        ..Filter::default()
+    };
+    let e = encode(&aggregate(&filter), &[], Shape::Timed).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("Filter::events"), "{e}");
 }
 
 #[test]
 fn an_aggregate_without_locations_is_refused() {
     let agg = aggregate(&Filter::default());
-    let e = encode(&agg, &[]).unwrap_err();
+    let e = encode(&agg, &[], Shape::Aggregated).unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
 }
