@@ -5,6 +5,7 @@ pub mod boundaries;
 pub mod boundary_measures;
 pub mod boundary_stacks;
 pub mod browser;
+pub mod collector;
 pub mod flame;
 pub mod flame_page;
 pub mod format_rules;

@@ -503,6 +503,42 @@ pub fn report_flat_cum(json: &Value, name: &str) -> (u64, u64) {
     (flat, cum)
 }
 
+/// The chunk files (`*.jfr`) of a directory recording, in name (time) order.
+pub fn chunk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jfr"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Σ `samplingPeriod` and lost CPU time of `files`, ns, as `jfr print` of `jdk` reads the
+/// recording `jfr assemble` makes of them (in `work`); and that recording.
+pub fn assembled_cpu_ns(jdk: &Jdk, files: &[PathBuf], work: &Path) -> (u64, PathBuf) {
+    let parts = work.join("assemble");
+    std::fs::create_dir_all(&parts).unwrap();
+    for f in files {
+        std::fs::copy(f, parts.join(f.file_name().unwrap())).unwrap();
+    }
+    let whole = work.join("whole.jfr");
+    run(Command::new(jdk.tool("jfr"))
+        .arg("assemble")
+        .arg(&parts)
+        .arg(&whole))
+    .unwrap();
+    let lost: u64 = lost_cpu_ticks_by_thread(jdk, &whole)
+        .unwrap()
+        .values()
+        .sum();
+    // Lost CPU time is read in ticks of µs.
+    (
+        jfr_json(jdk, &whole).unwrap().period_ns() + lost * 1_000,
+        whole,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

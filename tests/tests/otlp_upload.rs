@@ -18,7 +18,7 @@ use std::time::Duration;
 use tests::jdk::{oracle_jdks, Jdk};
 use tests::otlp::{otlp_reader, profile, within, OtlpReader};
 use tests::otlp_endpoint::{Answer, FakeEndpoint, Plan, Request};
-use tests::readers::{jfr_json, run};
+use tests::readers::{assembled_cpu_ns, chunk_files};
 use tests::workload::{agent_library, tool_binary, workload_dir};
 
 fn out_dir(test: &str) -> PathBuf {
@@ -90,17 +90,6 @@ fn record(jdk: &Jdk, dir: &Path, url: &str, spool: &str, seconds: f64) -> (Outpu
     (out, peak.load(Ordering::Acquire))
 }
 
-/// The chunk files of `dir`, sorted by name (time order).
-fn chunk_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jfr"))
-        .collect();
-    files.sort();
-    files
-}
-
 /// A chunk file's start, ns since the epoch, from its header (big-endian, at byte 32, after
 /// the magic, the version, the size and the two offsets).
 fn chunk_start_nanos(file: &Path) -> u64 {
@@ -132,27 +121,6 @@ fn accepted(reader: &OtlpReader, requests: &[Request], dir: &Path) -> Vec<serde_
         assert_eq!(profile(s)["resource"]["service.name"], "upload-test");
     }
     summaries
-}
-
-/// Σ `samplingPeriod` of `files` (and their lost CPU time), ns, as `jfr print` reads the
-/// recording `jfr assemble` makes of them.
-fn jfr_print_ns(jdk: &Jdk, files: &[PathBuf], work: &Path) -> u64 {
-    let parts = work.join("assemble");
-    std::fs::create_dir_all(&parts).unwrap();
-    for f in files {
-        std::fs::copy(f, parts.join(f.file_name().unwrap())).unwrap();
-    }
-    let whole = work.join("whole.jfr");
-    run(Command::new(jdk.tool("jfr"))
-        .arg("assemble")
-        .arg(&parts)
-        .arg(&whole))
-    .unwrap();
-    let lost: u64 = tests::readers::lost_cpu_ticks_by_thread(jdk, &whole)
-        .unwrap()
-        .values()
-        .sum();
-    jfr_json(jdk, &whole).unwrap().period_ns() + lost * 1_000
 }
 
 #[test]
@@ -211,7 +179,7 @@ fn every_chunk_arrives_once_and_in_order_through_an_outage() {
         .iter()
         .map(|s| profile(s)["total"].as_u64().unwrap())
         .sum();
-    let expected = jfr_print_ns(&jdk, &files, &work);
+    let (expected, _) = assembled_cpu_ns(&jdk, &files, &work);
     assert!(
         within(total, expected, 0.001),
         "uploaded {total} ns against jfr print's {expected} ns"
