@@ -48,6 +48,23 @@ public class JmcFrames {
                 + method.getMethodName();
     }
 
+    /**
+     * The events with every frame. JMC releases after 9.1 leave hidden frames out unless
+     * {@code loadEvents(File, true)} asks for them (its views do); 9.1.x has no such filter and
+     * no such overload, and keeps them all.
+     */
+    static IItemCollection loadWithHiddenFrames(File file) throws Exception {
+        try {
+            java.lang.reflect.Method m =
+                    JfrLoaderToolkit.class.getMethod("loadEvents", File.class, boolean.class);
+            return (IItemCollection) m.invoke(null, file, true);
+        } catch (NoSuchMethodException e) {
+            return JfrLoaderToolkit.loadEvents(file);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
+        }
+    }
+
     public static void main(String[] args) {
         String stacksOf = null;
         String path = args[args.length - 1];
@@ -56,9 +73,8 @@ public class JmcFrames {
         }
         IItemCollection all;
         try {
-            // JMC leaves hidden frames out by default (its views do); the stacks show them.
             all = stacksOf == null ? JfrLoaderToolkit.loadEvents(new File(path))
-                    : JfrLoaderToolkit.loadEvents(new File(path), true);
+                    : loadWithHiddenFrames(new File(path));
         } catch (Exception e) {
             System.out.println("ERROR " + e);
             System.exit(1);

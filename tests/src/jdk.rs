@@ -34,6 +34,21 @@ pub fn jdks_required() -> bool {
         || std::env::var_os("JFRNATIVE_REQUIRE_JDKS").is_some()
 }
 
+/// The location a third-party reader's variable names (`JMC_CP`, `AP_CONVERTER_JAR`: the set-up
+/// fetches them from Maven Central into target/jdks.env). Unset: `None` after saying on stderr
+/// that `what` is not run, unless missing tools fail the tests ([`jdks_required`]): then it
+/// panics.
+pub fn third_party_reader(var: &str, what: &str) -> Option<String> {
+    let value = std::env::var(var).ok().filter(|v| !v.is_empty());
+    if value.is_none() {
+        if jdks_required() {
+            panic!("{var} is not set: {what} is required (tools/scripts/setup.sh fetches it)");
+        }
+        eprintln!("{var} is not set: {what} not run (skipped)");
+    }
+    value
+}
+
 fn major_of(home: &Path) -> Option<u32> {
     let release = std::fs::read_to_string(home.join("release")).ok()?;
     let line = release.lines().find(|l| l.starts_with("JAVA_VERSION="))?;

