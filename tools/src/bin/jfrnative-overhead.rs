@@ -5,14 +5,22 @@
 //! metadata, context events; see `jfr-symbolize --format sizes`), and the agent's start-up CPU
 //! cost (same runs with no work).
 //!
-//! `--profiler jdk` measures JDK 25's own CPU-time sampler the same way instead (a JFR
-//! recording with only `jdk.CPUTimeSample`, throttle = the interval), for comparison.
+//! `--profiler` names what is measured, and may be given more than once to measure several
+//! side by side: each round runs the plain workload and every profiler, in an order that turns
+//! round by round (A B C, then C B A), so all of them meet the same machine state. `agent` is
+//! jfr-native; `jdk` is JDK 25's own CPU-time sampler (a JFR recording with only
+//! `jdk.CPUTimeSample`, throttle = the interval); `async-profiler` is async-profiler's agent
+//! (`event=cpu`, the interval, JFR output; its library from `--async-profiler` or
+//! `ASYNC_PROFILER_LIB`, which the set-up takes from the `tools.profiler:async-profiler` jar on
+//! Maven Central). Each profiler's CPU cost per sample (its extra CPU over the round's plain
+//! run, divided by its samples) is printed beside its ratios.
 //! `--options` adds agent options to the measured runs; `--baseline-options` runs the agent in
 //! the baseline too, with other options (`--options cstack=dwarf --baseline-options cstack=fp`
 //! measures what call-frame unwinding costs over frame pointers). `--baseline-agent` runs
 //! another build of the agent in the baseline (an older one, to compare file sizes run by run).
 //!
 //! `cargo run --release -p tools --bin jfrnative-overhead -- --interval 10ms --runs 5`
+//! `... -- --interval 1ms --profiler agent --profiler async-profiler`
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -23,11 +31,23 @@ use nix::sys::resource::{getrusage, UsageWho};
 
 /// What is measured against the plain run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum Profiler {
+enum Sampler {
     /// The jfr-native agent.
     Agent,
     /// JDK 25's built-in `jdk.CPUTimeSample` (JFR with only that event).
     Jdk,
+    /// async-profiler's agent, CPU samples into a JFR file.
+    AsyncProfiler,
+}
+
+impl Sampler {
+    fn label(self) -> &'static str {
+        match self {
+            Sampler::Agent => "jfr-native",
+            Sampler::Jdk => "JDK jdk.CPUTimeSample",
+            Sampler::AsyncProfiler => "async-profiler",
+        }
+    }
 }
 
 #[derive(Parser)]
@@ -45,9 +65,12 @@ struct Args {
     /// Pairs of runs (each pair: one with, one without the agent; order alternates).
     #[arg(long, default_value_t = 5)]
     runs: usize,
-    /// The profiler to measure.
-    #[arg(long, value_enum, default_value = "agent")]
-    profiler: Profiler,
+    /// The profiler to measure (repeatable: several are measured side by side, interleaved).
+    #[arg(long, value_enum, default_values_t = [Sampler::Agent])]
+    profiler: Vec<Sampler>,
+    /// async-profiler's library (default: $ASYNC_PROFILER_LIB).
+    #[arg(long)]
+    async_profiler: Option<PathBuf>,
     /// Work rounds per thread (about 9 ms of CPU each here: 400 is about 3.5 CPU-s per run).
     #[arg(long, default_value_t = 400)]
     rounds: u32,
@@ -136,6 +159,8 @@ enum With<'a> {
     Agent(&'a Path, &'a str),
     /// `-XX:StartFlightRecording` with the given settings file.
     Jdk(&'a Path),
+    /// async-profiler: `-agentpath:LIB=start,event=cpu,interval=INTERVAL,jfr,file=...`.
+    AsyncProfiler(&'a Path, &'a str),
 }
 
 /// A JFR settings file with only the JDK's CPU-time sampler, at `throttle`.
@@ -149,17 +174,12 @@ fn jdk_settings(interval: &str) -> String {
     )
 }
 
-/// Samples and lost samples of a JDK recording, read with the JDK's `jfr print --json`.
-fn jdk_counts(java: &Path, file: &Path) -> (u64, u64) {
+/// Samples (`sample_type` events) and lost samples of a recording, read with the JDK's
+/// `jfr print --json`.
+fn jfr_counts(java: &Path, file: &Path, sample_type: &str) -> (u64, u64) {
     let out = Command::new(java.with_file_name("jfr"))
-        .args([
-            "print",
-            "--json",
-            "--stack-depth",
-            "1",
-            "--events",
-            "jdk.CPUTimeSample,jdk.CPUTimeSamplesLost",
-        ])
+        .args(["print", "--json", "--stack-depth", "1", "--events"])
+        .arg(format!("{sample_type},jdk.CPUTimeSamplesLost"))
         .arg(file)
         .output();
     let Ok(out) = out else {
@@ -170,10 +190,7 @@ fn jdk_counts(java: &Path, file: &Path) -> (u64, u64) {
         .as_array()
         .cloned()
         .unwrap_or_default();
-    let samples = events
-        .iter()
-        .filter(|e| e["type"] == "jdk.CPUTimeSample")
-        .count() as u64;
+    let samples = events.iter().filter(|e| e["type"] == sample_type).count() as u64;
     let lost = events
         .iter()
         .filter_map(|e| e["values"]["lostSamples"].as_u64())
@@ -201,6 +218,13 @@ fn run_once(
             cmd.arg(format!(
                 "-XX:StartFlightRecording:settings={},filename={}",
                 settings.display(),
+                file.display()
+            ));
+        }
+        Some(With::AsyncProfiler(lib, interval)) => {
+            cmd.arg(format!(
+                "-agentpath:{}=start,event=cpu,interval={interval},jfr,file={}",
+                lib.display(),
                 file.display()
             ));
         }
@@ -238,7 +262,12 @@ fn run_once(
             )
         }
         Some(With::Jdk(_)) => {
-            let (samples, lost) = jdk_counts(java, file);
+            let (samples, lost) = jfr_counts(java, file, "jdk.CPUTimeSample");
+            (samples, lost, file_bytes())
+        }
+        // async-profiler writes its CPU samples as jdk.ExecutionSample.
+        Some(With::AsyncProfiler(..)) => {
+            let (samples, lost) = jfr_counts(java, file, "jdk.ExecutionSample");
             (samples, lost, file_bytes())
         }
         None => (0, 0, 0),
@@ -254,6 +283,122 @@ fn run_once(
         walk_us: times_us(&stderr, "native walk time:"),
         handler_us: times_us(&stderr, "sample handler time:"),
     })
+}
+
+/// (bytes per sample, bytes per chunk before its samples, samples per chunk) of a run whose
+/// file has chunks.
+fn sizes_of(run: &Run) -> (f64, f64, f64) {
+    (
+        run.file_bytes as f64 / run.samples.max(1) as f64,
+        run.floor_bytes as f64 / run.chunks as f64,
+        run.samples as f64 / run.chunks as f64,
+    )
+}
+
+fn print_sizes(what: &str, runs: &[(f64, f64, f64)]) {
+    let column = |f: fn(&(f64, f64, f64)) -> f64| median(runs.iter().map(f).collect());
+    println!(
+        "  {what} file (median): {:.1} bytes per sample, {:.0} bytes per chunk before its \
+         samples, {:.0} samples per chunk",
+        column(|r| r.0),
+        column(|r| r.1),
+        column(|r| r.2)
+    );
+}
+
+/// One profiler's figures over the rounds, each against its round's plain run.
+#[derive(Default)]
+struct Stats {
+    cpu_ratio: Vec<f64>,
+    wall_ratio: Vec<f64>,
+    per_cpu_s: Vec<f64>,
+    bytes_per_sample: Vec<f64>,
+    /// Extra CPU over the round's plain run per sample, µs.
+    cpu_us_per_sample: Vec<f64>,
+    /// The same less the round's start-up cost (idle runs), µs.
+    cpu_us_per_sample_running: Vec<f64>,
+    startup_ms: Vec<f64>,
+    walk_us: Vec<(f64, f64)>,
+    handler_us: Vec<(f64, f64)>,
+    sizes: Vec<(f64, f64, f64)>,
+    lost: u64,
+}
+
+impl Stats {
+    fn add(&mut self, base: &Run, with: &Run, startup_ms: f64) {
+        self.handler_us.extend(with.handler_us);
+        self.walk_us.extend(with.walk_us);
+        self.cpu_ratio
+            .push(with.cpu.as_secs_f64() / base.cpu.as_secs_f64());
+        self.wall_ratio
+            .push(with.wall.as_secs_f64() / base.wall.as_secs_f64());
+        self.per_cpu_s
+            .push(with.samples as f64 / with.cpu.as_secs_f64());
+        self.bytes_per_sample
+            .push(with.file_bytes as f64 / with.samples.max(1) as f64);
+        let extra_us = (with.cpu.as_secs_f64() - base.cpu.as_secs_f64()) * 1e6;
+        let samples = with.samples.max(1) as f64;
+        self.cpu_us_per_sample.push(extra_us / samples);
+        self.cpu_us_per_sample_running
+            .push((extra_us - startup_ms * 1e3) / samples);
+        if with.chunks > 0 {
+            self.sizes.push(sizes_of(with));
+        }
+        self.lost += with.lost;
+        self.startup_ms.push(startup_ms);
+    }
+
+    fn print(self) {
+        let ratio = |v: &[f64]| {
+            let m = median(v.to_vec());
+            format!("{m:.4}  ({:+.2}%)", (m - 1.0) * 100.0)
+        };
+        println!(
+            "  process CPU time ratio (median): {}",
+            ratio(&self.cpu_ratio)
+        );
+        println!(
+            "  wall time ratio (median):        {}",
+            ratio(&self.wall_ratio)
+        );
+        println!(
+            "  samples per CPU-second (median): {:.1}",
+            median(self.per_cpu_s)
+        );
+        println!(
+            "  CPU per sample (median):         {:.1} us ({:.1} us less the start-up cost)",
+            median(self.cpu_us_per_sample),
+            median(self.cpu_us_per_sample_running)
+        );
+        println!("  lost samples (all runs):         {}", self.lost);
+        println!(
+            "  file bytes per sample (median):  {:.1}",
+            median(self.bytes_per_sample)
+        );
+        if !self.sizes.is_empty() {
+            print_sizes("measured", &self.sizes);
+        }
+        println!(
+            "  start-up CPU cost (median):      {:.1} ms",
+            median(self.startup_ms)
+        );
+        let p = |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| median(v.iter().map(f).collect());
+        if !self.walk_us.is_empty() {
+            println!(
+                "  native walk time (median of runs): p50 <= {:.2} us, p99 <= {:.2} us",
+                p(&self.walk_us, |x| x.0),
+                p(&self.walk_us, |x| x.1)
+            );
+        }
+        if !self.handler_us.is_empty() {
+            println!(
+                "  sample handler time (median of runs): p50 <= {:.2} us, p99 <= {:.2} us (the \
+                 kernel's interrupt and signal delivery come on top: tools/scripts/interrupt_cost.sh)",
+                p(&self.handler_us, |x| x.0),
+                p(&self.handler_us, |x| x.1)
+            );
+        }
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -313,10 +458,33 @@ fn run(args: Args) -> Result<(), String> {
         agent_options(&args.options),
         args.baseline_options.as_deref().map(agent_options),
     );
-    let with_agent = Some(match args.profiler {
-        Profiler::Agent => With::Agent(agent.as_path(), measured_options.as_str()),
-        Profiler::Jdk => With::Jdk(settings.as_path()),
-    });
+    let async_profiler = args
+        .async_profiler
+        .clone()
+        .or_else(|| std::env::var_os("ASYNC_PROFILER_LIB").map(PathBuf::from));
+    if args.profiler.contains(&Sampler::AsyncProfiler)
+        && !async_profiler.as_ref().is_some_and(|p| p.exists())
+    {
+        return Err(
+            "--profiler async-profiler needs its library: --async-profiler LIB or \
+             ASYNC_PROFILER_LIB (tools/scripts/setup.sh takes it from Maven Central)"
+                .into(),
+        );
+    }
+    let mut measured: Vec<(Sampler, With)> = Vec::new();
+    for &p in &args.profiler {
+        let with = match p {
+            Sampler::Agent => With::Agent(agent.as_path(), measured_options.as_str()),
+            Sampler::Jdk => With::Jdk(settings.as_path()),
+            Sampler::AsyncProfiler => With::AsyncProfiler(
+                async_profiler.as_deref().unwrap_or(Path::new("")),
+                args.interval.as_str(),
+            ),
+        };
+        if !measured.iter().any(|(q, _)| *q == p) {
+            measured.push((p, with));
+        }
+    }
     let baseline_agent = args.baseline_agent.clone();
     if let Some(lib) = baseline_agent.as_ref().filter(|p| !p.exists()) {
         return Err(format!("{} not found", lib.display()));
@@ -330,140 +498,91 @@ fn run(args: Args) -> Result<(), String> {
         (None, None) => None,
     };
 
-    let (mut cpu_ratio, mut wall_ratio, mut per_cpu_s, mut bytes_per_sample, mut startup_ms) =
-        (vec![], vec![], vec![], vec![], vec![]);
-    let (mut walk_p50, mut walk_p99) = (vec![], vec![]);
-    let (mut handler_p50, mut handler_p99) = (vec![], vec![]);
-    // Bytes per sample and per chunk (floor) of the measured runs, then of the baseline's.
-    let (mut sizes, mut baseline_sizes) = (vec![], vec![]);
-    let mut lost = 0;
+    let mut stats: Vec<Stats> = measured.iter().map(|_| Stats::default()).collect();
+    // Bytes per sample and per chunk (floor) of the baseline's runs, when it runs an agent.
+    let mut baseline_sizes = vec![];
     for i in 0..args.runs {
-        let (base, with) = if i % 2 == 0 {
-            let b = run_once(&java, &dir, baseline, args.rounds, &file)?;
-            (b, run_once(&java, &dir, with_agent, args.rounds, &file)?)
-        } else {
-            let w = run_once(&java, &dir, with_agent, args.rounds, &file)?;
-            (run_once(&java, &dir, baseline, args.rounds, &file)?, w)
-        };
-        if let Some((p50, p99)) = with.handler_us {
-            handler_p50.push(p50);
-            handler_p99.push(p99);
+        // The round's order: the plain run, then each profiler; reversed every other round.
+        let mut order: Vec<Option<usize>> = std::iter::once(None)
+            .chain((0..measured.len()).map(Some))
+            .collect();
+        if i % 2 == 1 {
+            order.reverse();
         }
-        if let Some((p50, p99)) = with.walk_us {
-            walk_p50.push(p50);
-            walk_p99.push(p99);
-        }
-        cpu_ratio.push(with.cpu.as_secs_f64() / base.cpu.as_secs_f64());
-        wall_ratio.push(with.wall.as_secs_f64() / base.wall.as_secs_f64());
-        per_cpu_s.push(with.samples as f64 / with.cpu.as_secs_f64());
-        bytes_per_sample.push(with.file_bytes as f64 / with.samples.max(1) as f64);
-        for (run, out) in [(&with, &mut sizes), (&base, &mut baseline_sizes)] {
-            if run.chunks > 0 {
-                out.push((
-                    run.file_bytes as f64 / run.samples.max(1) as f64,
-                    run.floor_bytes as f64 / run.chunks as f64,
-                    run.samples as f64 / run.chunks as f64,
-                ));
+        let mut runs: Vec<Option<Run>> = (0..measured.len()).map(|_| None).collect();
+        let mut base = None;
+        for arm in order {
+            match arm {
+                None => base = Some(run_once(&java, &dir, baseline, args.rounds, &file)?),
+                Some(k) => {
+                    runs[k] = Some(run_once(
+                        &java,
+                        &dir,
+                        Some(measured[k].1),
+                        args.rounds,
+                        &file,
+                    )?)
+                }
             }
         }
-        lost += with.lost;
+        let base = base.expect("the round ran its plain run");
         let idle_base = run_once(&java, &dir, baseline, 0, &file)?;
-        let idle_with = run_once(&java, &dir, with_agent, 0, &file)?;
-        startup_ms.push((idle_with.cpu.as_secs_f64() - idle_base.cpu.as_secs_f64()) * 1e3);
-        eprintln!(
-            "run {}: CPU {:.3}s -> {:.3}s, wall {:.3}s -> {:.3}s, {} samples, {} lost, {} bytes in {} chunks (floor {} bytes); start-up +{:.1} ms CPU",
-            i + 1,
-            base.cpu.as_secs_f64(),
-            with.cpu.as_secs_f64(),
-            base.wall.as_secs_f64(),
-            with.wall.as_secs_f64(),
-            with.samples,
-            with.lost,
-            with.file_bytes,
-            with.chunks,
-            with.floor_bytes,
-            startup_ms.last().copied().unwrap_or_default()
-        );
         if base.chunks > 0 {
+            baseline_sizes.push(sizes_of(&base));
             eprintln!(
                 "  baseline: {} samples, {} bytes in {} chunks (floor {} bytes)",
                 base.samples, base.file_bytes, base.chunks, base.floor_bytes
             );
         }
-    }
-    println!(
-        "{} overhead, interval={}, {} interleaved pairs, {}; measured: {}; baseline: {}",
-        match args.profiler {
-            Profiler::Agent => "jfr-native",
-            Profiler::Jdk => "JDK jdk.CPUTimeSample",
-        },
-        args.interval,
-        args.runs,
-        java_home.display(),
-        match args.profiler {
-            Profiler::Agent => measured_options.as_str(),
-            Profiler::Jdk => "JFR settings with jdk.CPUTimeSample only",
-        },
-        match (&baseline_agent, baseline_options.as_deref()) {
-            (Some(lib), o) => format!(
-                "{} with {}",
-                lib.display(),
-                o.unwrap_or(measured_options.as_str())
-            ),
-            (None, Some(o)) => o.to_string(),
-            (None, None) => "no profiler".to_string(),
-        },
-    );
-    println!(
-        "  process CPU time ratio (median): {:.4}  ({:+.2}%)",
-        median(cpu_ratio.clone()),
-        (median(cpu_ratio) - 1.0) * 100.0
-    );
-    println!(
-        "  wall time ratio (median):        {:.4}  ({:+.2}%)",
-        median(wall_ratio.clone()),
-        (median(wall_ratio) - 1.0) * 100.0
-    );
-    println!(
-        "  samples per CPU-second (median): {:.1}",
-        median(per_cpu_s)
-    );
-    println!("  lost samples (all runs):         {lost}");
-    println!(
-        "  file bytes per sample (median):  {:.1}",
-        median(bytes_per_sample)
-    );
-    for (what, runs) in [("measured", &sizes), ("baseline", &baseline_sizes)] {
-        if runs.is_empty() {
-            continue;
+        for (k, run) in runs.into_iter().enumerate() {
+            let with = run.expect("the round ran every profiler");
+            let idle_with = run_once(&java, &dir, Some(measured[k].1), 0, &file)?;
+            let startup_ms = (idle_with.cpu.as_secs_f64() - idle_base.cpu.as_secs_f64()) * 1e3;
+            eprintln!(
+                "run {} {}: CPU {:.3}s -> {:.3}s, wall {:.3}s -> {:.3}s, {} samples, {} lost, {} bytes in {} chunks (floor {} bytes); start-up +{startup_ms:.1} ms CPU",
+                i + 1,
+                measured[k].0.label(),
+                base.cpu.as_secs_f64(),
+                with.cpu.as_secs_f64(),
+                base.wall.as_secs_f64(),
+                with.wall.as_secs_f64(),
+                with.samples,
+                with.lost,
+                with.file_bytes,
+                with.chunks,
+                with.floor_bytes,
+            );
+            stats[k].add(&base, &with, startup_ms);
         }
-        let column = |f: fn(&(f64, f64, f64)) -> f64| median(runs.iter().map(f).collect());
-        println!(
-            "  {what} file (median): {:.1} bytes per sample, {:.0} bytes per chunk before its \
-             samples, {:.0} samples per chunk",
-            column(|r| r.0),
-            column(|r| r.1),
-            column(|r| r.2)
-        );
     }
-    println!(
-        "  start-up CPU cost (median):      {:.1} ms",
-        median(startup_ms)
-    );
-    if !walk_p50.is_empty() {
+    let baseline_text = match (&baseline_agent, baseline_options.as_deref()) {
+        (Some(lib), o) => format!(
+            "{} with {}",
+            lib.display(),
+            o.unwrap_or(measured_options.as_str())
+        ),
+        (None, Some(o)) => o.to_string(),
+        (None, None) => "no profiler".to_string(),
+    };
+    for ((profiler, _), stats) in measured.iter().zip(stats) {
         println!(
-            "  native walk time (median of runs): p50 <= {:.2} us, p99 <= {:.2} us",
-            median(walk_p50),
-            median(walk_p99)
+            "{} overhead, interval={}, {} interleaved rounds of {}, {}; measured: {}; baseline: {}",
+            profiler.label(),
+            args.interval,
+            args.runs,
+            measured.len() + 1,
+            java_home.display(),
+            match profiler {
+                Sampler::Agent => measured_options.as_str(),
+                Sampler::Jdk => "JFR settings with jdk.CPUTimeSample only",
+                Sampler::AsyncProfiler => "event=cpu, jfr",
+            },
+            baseline_text,
         );
+        stats.print();
     }
-    if !handler_p50.is_empty() {
-        println!(
-            "  sample handler time (median of runs): p50 <= {:.2} us, p99 <= {:.2} us (the \
-             kernel's interrupt and signal delivery come on top: tools/scripts/interrupt_cost.sh)",
-            median(handler_p50),
-            median(handler_p99)
-        );
+    if !baseline_sizes.is_empty() {
+        print_sizes("baseline", &baseline_sizes);
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
