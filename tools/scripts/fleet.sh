@@ -237,6 +237,10 @@ check_pyroscope() { # ROUTE RECORDING-NAME
         [ "$got" -ge "$expect" ] && break
         sleep 2
     done
+    "$bin/jfr-symbolize" -q "$work/$2/" --format json >"$work/$2.report.json"
+    python3 tools/scripts/pyroscope_vs_report.py "$work/$2.report.json" \
+        "$work/$2.pyroscope.json" >"$work/$2.compare.txt" 2>&1 || true
+    { echo "fleet: $1: Pyroscope beside jfr-symbolize's report"; cat "$work/$2.compare.txt"; } >&2
     python3 - "$work/$2.pyroscope.json" "$expect" "$work/pyroscope.log" "$work/$2.err" \
         "$(chunks "$2")" <<'PY'
 import json, re, sys
