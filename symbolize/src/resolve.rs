@@ -38,6 +38,12 @@ pub struct Options {
     /// Directories searched, by file name, before a library's recorded path (for recordings
     /// made on another machine).
     pub search_dirs: Vec<PathBuf>,
+    /// Roots the recorded paths are looked for under, before the recorded path itself: the
+    /// root filesystem of the container the JVM ran in (`/proc/PID/root` while it lives, or a
+    /// copy of its libraries). With roots given, a file at the recorded path itself is used
+    /// only when the recording has a build-id that matches it: a host file of the same name is
+    /// never taken for the container's on trust.
+    pub sysroots: Vec<PathBuf>,
     /// Read DWARF for inline chains and lines.
     pub dwarf: bool,
     /// debuginfod servers asked for the debug file of a library without DWARF when none was
@@ -52,6 +58,7 @@ impl Default for Options {
         Options {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             search_dirs: Vec::new(),
+            sysroots: Vec::new(),
             dwarf: true,
             debuginfod: None,
         }
@@ -418,7 +425,11 @@ fn open_library(library: &LibraryRef, options: &Options) -> (Loaded, Vec<String>
         .iter()
         .map(|d| d.join(&*short))
         .collect();
-    candidates.push(recorded.to_path_buf());
+    let relative = recorded.strip_prefix("/").unwrap_or(recorded);
+    candidates.extend(options.sysroots.iter().map(|root| root.join(relative)));
+    if options.sysroots.is_empty() || expected.is_some() {
+        candidates.push(recorded.to_path_buf());
+    }
     let mut file = None;
     let mut open_error = None;
     let mut mismatch = None;

@@ -115,13 +115,15 @@ fn create(path: &Path) -> io::Result<io::BufWriter<std::fs::File>> {
         .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
 }
 
-/// Symbolizes `outputs.recording` and writes the other three files; `top` rows per table in
-/// the short report.
-pub fn write(outputs: &Outputs, top: usize) -> io::Result<Summary> {
+/// Symbolizes `outputs.recording` (its libraries looked for under `sysroots` first: see
+/// [`Options::sysroots`]) and writes the other three files; `top` rows per table in the short
+/// report.
+pub fn write(outputs: &Outputs, top: usize, sysroots: &[PathBuf]) -> io::Result<Summary> {
     let files = symbolize::driver::input_files(std::slice::from_ref(&outputs.recording))?;
     // Debug files from debuginfod when DEBUGINFOD_URLS names servers, as jfr-symbolize does.
     let options = Options {
         debuginfod: symbolize::Debuginfod::from_env(),
+        sysroots: sysroots.to_vec(),
         ..Options::default()
     };
     let mut symbolizer = Symbolizer::new(options);

@@ -53,6 +53,8 @@ pub struct Session {
     pub status_file: PathBuf,
     /// The agent's options other than `file` and `status`, as (option, value).
     pub settings: Vec<(&'static str, String)>,
+    /// Roots the recording's libraries are looked for under first (a container's root).
+    pub sysroots: Vec<PathBuf>,
 }
 
 impl Session {
@@ -101,17 +103,24 @@ impl Session {
             outputs,
             status_file,
             settings,
+            sysroots: Vec::new(),
         })
     }
 
     /// The agent's option string.
     pub fn agent_options(&self) -> String {
+        self.agent_options_for(&self.outputs.recording, &self.status_file)
+    }
+
+    /// The agent's option string with the recording and the status file at other paths (as a
+    /// JVM that sees other files than ours names them: [`crate::stage`]).
+    pub fn agent_options_for(&self, recording: &Path, status_file: &Path) -> String {
         let slash = if self.outputs.directory { "/" } else { "" };
-        let mut options = format!("file={}{slash}", self.outputs.recording.display());
+        let mut options = format!("file={}{slash}", recording.display());
         for (key, value) in &self.settings {
             options.push_str(&format!(",{key}={value}"));
         }
-        options.push_str(&format!(",status={}", self.status_file.display()));
+        options.push_str(&format!(",status={}", status_file.display()));
         options
     }
 
@@ -156,7 +165,8 @@ impl Session {
                  written before"
             );
         }
-        let summary = report::write(&self.outputs, top).map_err(|e| e.to_string())?;
+        let summary =
+            report::write(&self.outputs, top, &self.sysroots).map_err(|e| e.to_string())?;
         println!("{}", summary.text.trim_end());
         for w in &summary.warnings {
             eprintln!("jfrnative: {w}");

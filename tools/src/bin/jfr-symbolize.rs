@@ -84,6 +84,12 @@ struct Args {
     /// Look for libraries by file name here before their recorded path (repeatable).
     #[arg(long = "search-dir")]
     search_dirs: Vec<PathBuf>,
+    /// Look for libraries at their recorded path under this root first (repeatable): the root
+    /// filesystem of the container the JVM ran in (`/proc/PID/root` while it runs, or the
+    /// `.libs` directory `jfrnative attach` keeps). With a root, a library at the recorded path
+    /// itself is used only when its build-id matches the recording's.
+    #[arg(long = "sysroot", value_name = "DIR")]
+    sysroots: Vec<PathBuf>,
     /// Symbols only: skip DWARF (no inlined frames, no lines).
     #[arg(long)]
     no_dwarf: bool,
@@ -304,6 +310,7 @@ fn symbolizer_options(args: &Args) -> Options {
         options.debug_dirs = args.debug_dirs.clone();
     }
     options.search_dirs = args.search_dirs.clone();
+    options.sysroots = args.sysroots.clone();
     options.dwarf = !args.no_dwarf;
     // As elfutils' tools: debuginfod servers only when DEBUGINFOD_URLS names some.
     options.debuginfod = Debuginfod::from_env();
