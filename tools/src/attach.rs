@@ -94,11 +94,14 @@ pub fn check_target(pid: u32) -> Result<(), AttachError> {
              `jps -l` or `jcmd` lists the JVMs"
         ));
     }
+    // HotSpot takes an attach from its own user or from root
+    // (`matches_effective_uid_and_gid_or_root`); root stages the agent where the JVM's user
+    // can read it (crate::stage).
     let me = nix::unistd::geteuid().as_raw();
     match process_euid(pid) {
-        Some(uid) if uid != me => fail(format!(
+        Some(uid) if uid != me && me != 0 => fail(format!(
             "the JVM {pid} runs as uid {uid} and this command as uid {me}: HotSpot accepts an \
-             attach only from its own user; run this as that user (sudo -u)"
+             attach only from its own user or root; run this as that user (sudo -u) or as root"
         )),
         _ => Ok(()),
     }
@@ -158,7 +161,9 @@ fn wake_listener(pid: u32, timeout: Duration) -> Result<PathBuf, AttachError> {
     Ok(socket)
 }
 
-/// Parses the reply to `load`.
+/// Parses the reply to `load`: the operation's status, then `return code: N` once the library
+/// was loaded and its `Agent_OnAttach` ran. A library the JVM could not load gets no return
+/// code: JDK 17 answers `-1`, JDK 25 `0` alone (neither says why: see [`diagnose`]).
 pub fn parse_load_reply(text: &str) -> Result<LoadReply, AttachError> {
     let mut lines = text.lines();
     let status: i32 = match lines.next().map(str::trim).map(str::parse) {
@@ -166,21 +171,96 @@ pub fn parse_load_reply(text: &str) -> Result<LoadReply, AttachError> {
         _ => return fail(format!("unexpected reply from the JVM: {text:?}")),
     };
     let rest: Vec<&str> = lines.collect();
+    let words = rest.join(" ").trim().to_string();
     if status != 0 {
         return fail(format!(
-            "the JVM refused to load the agent (status {status}): {}",
-            rest.join(" ").trim()
+            "the JVM refused to load the agent (status {status}){}",
+            if words.is_empty() {
+                String::new()
+            } else {
+                format!(": {words}")
+            }
         ));
     }
-    let agent_code = rest
+    let Some(agent_code) = rest
         .iter()
         .find_map(|l| l.trim().strip_prefix("return code:"))
         .and_then(|c| c.trim().parse().ok())
-        .unwrap_or(0);
+    else {
+        return fail(format!(
+            "the JVM did not load the agent library{}",
+            if words.is_empty() {
+                String::new()
+            } else {
+                format!(": {words}")
+            }
+        ));
+    };
     Ok(LoadReply {
         agent_code,
         text: text.to_string(),
     })
+}
+
+/// What the JVM `pid` (running as `uid`) meets at `library`, a path as it sees it: why it
+/// could not load it, as far as looking at the file from here tells.
+pub fn diagnose(pid: u32, uid: u32, library: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let relative = library.strip_prefix("/").unwrap_or(library);
+    let seen = PathBuf::from(format!("/proc/{pid}/root")).join(relative);
+    let meta = match std::fs::metadata(&seen) {
+        Ok(m) => m,
+        Err(e) => {
+            return format!(
+                "{} does not exist in the JVM's file system ({}: {e})",
+                library.display(),
+                seen.display()
+            )
+        }
+    };
+    let readable = uid == 0
+        || (meta.uid() == uid && meta.mode() & 0o400 != 0)
+        || meta.mode() & 0o004 != 0
+        || meta.mode() & 0o040 != 0;
+    if !readable {
+        return format!(
+            "{} is not readable by the JVM's user (uid {uid}; the file is uid {}, mode {:o})",
+            library.display(),
+            meta.uid(),
+            meta.mode() & 0o777
+        );
+    }
+    let mut magic = [0u8; 5];
+    let is_elf64 = std::fs::File::open(&seen)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && magic == *b"\x7fELF\x02";
+    if !is_elf64 {
+        return format!("{} is not a 64-bit ELF library", library.display());
+    }
+    "the JVM gave no reason; its own output may say more".to_string()
+}
+
+/// Why the JVM `pid` did not start the agent it was given as `library` (a path as the JVM
+/// sees it), from its reply to `load`: the agent's return code and the JVM's own words.
+pub fn refusal(pid: u32, library: &Path, reply: &LoadReply) -> String {
+    let words: Vec<&str> = reply
+        .text
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("return code:"))
+        .collect();
+    format!(
+        "the JVM {pid} did not start the agent {} (return code {}){}",
+        library.display(),
+        reply.agent_code,
+        if words.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", words.join(" "))
+        }
+    )
 }
 
 /// Loads `library` (an absolute path) with `options` into the JVM `pid`.
@@ -211,7 +291,14 @@ pub fn load_agent(
     stream
         .read_to_string(&mut reply)
         .map_err(|e| AttachError(format!("reading the JVM's reply: {e}")))?;
-    parse_load_reply(&reply)
+    parse_load_reply(&reply).map_err(|e| {
+        let uid = process_euid(pid).unwrap_or(u32::MAX);
+        AttachError(format!(
+            "JVM {pid}, agent {}: {e}: {}",
+            library.display(),
+            diagnose(pid, uid, library)
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -232,6 +319,36 @@ mod tests {
         assert!(refused.0.contains("status 100"), "{refused}");
         assert!(refused.0.contains("not found"), "{refused}");
         assert!(parse_load_reply("").is_err());
+        // A library the JVM could not load: JDK 17 and JDK 25's replies.
+        let jdk17 = parse_load_reply("-1\n").unwrap_err();
+        assert!(jdk17.0.contains("status -1"), "{jdk17}");
+        let jdk25 = parse_load_reply("0\n").unwrap_err();
+        assert!(jdk25.0.contains("did not load"), "{jdk25}");
+    }
+
+    #[test]
+    fn an_unloadable_library_is_explained() {
+        let me = std::process::id();
+        let uid = nix::unistd::geteuid().as_raw();
+        let missing = diagnose(me, uid, Path::new("/nonexistent/libx.so"));
+        assert!(
+            missing.contains("does not exist in the JVM's file system"),
+            "{missing}"
+        );
+        let dir = std::env::temp_dir().join(format!("jfrnative-diagnose-{me}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = dir.join("lib.so");
+        std::fs::write(&text, "not an ELF").unwrap();
+        let not_elf = diagnose(me, uid, &text);
+        assert!(not_elf.contains("not a 64-bit ELF"), "{not_elf}");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&text, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let unreadable = diagnose(me, 65534, &text);
+        assert!(
+            unreadable.contains("not readable by the JVM's user (uid 65534"),
+            "{unreadable}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

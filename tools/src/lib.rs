@@ -10,6 +10,7 @@ pub mod flamegraph_html;
 pub mod jdk;
 pub mod report;
 pub mod session;
+pub mod stage;
 pub mod status;
 pub mod synthetic;
 pub mod upload;

@@ -18,7 +18,7 @@ use tools::session::{self, Session};
 use tools::upload::continuous::{self, Continuous, ContinuousFlags};
 use tools::upload::endpoint::process_env;
 use tools::upload::export;
-use tools::{any_command, attach, demo, duration, jdk};
+use tools::{any_command, attach, demo, duration, jdk, stage};
 
 /// CPU-time profiles of Java programs with the native frames (C, C++, Rust, libc, the JVM)
 /// above the Java stack, as JFR files, flame graphs and a report.
@@ -175,14 +175,19 @@ fn checked_upload(
 }
 
 /// Starts sending the chunk files of `session`'s directory.
-fn start_upload(session: &Session, upload: Option<Upload>) -> Result<Option<Continuous>, Failure> {
+/// Starts sending the chunk files the agent writes into `chunks` (the session's directory, or
+/// where we reach a staged one: [`tools::stage`]); the spool is beside the session's directory.
+fn start_upload(
+    session: &Session,
+    upload: Option<Upload>,
+    chunks: &Path,
+) -> Result<Option<Continuous>, Failure> {
     let Some(upload) = upload else {
         return Ok(None);
     };
-    let dir = session.outputs.recording.clone();
     let config = continuous::Config {
-        spool_dir: continuous::spool_dir_of(&dir),
-        dir,
+        spool_dir: continuous::spool_dir_of(&session.outputs.recording),
+        dir: chunks.to_path_buf(),
         spool_bytes: upload.spool_bytes,
         endpoint: upload.endpoint,
         resource: upload.resource,
@@ -312,7 +317,7 @@ fn record(a: RecordArgs, upload: Option<Upload>) -> Result<ExitCode, Failure> {
     )?;
     let output = a.output.unwrap_or_else(|| default_name("jfrnative"));
     let session = a.common.session(&output)?;
-    let upload = start_upload(&session, upload)?;
+    let upload = start_upload(&session, upload, &session.outputs.recording)?;
     let status = run_java(&session, &java, args);
     if let Some(u) = &upload {
         u.stop_watching();
@@ -408,6 +413,7 @@ fn record_any(a: &RecordArgs, program: &str, args: &[String]) -> Result<ExitCode
             outputs: tools::report::Outputs::beside(&file),
             status_file: PathBuf::from(status_file),
             settings: template.settings.clone(),
+            sysroots: Vec::new(),
         };
         println!("\n== JVM {pid}: {}", file.display());
         if process_alive(pid) && jvm.status().is_some_and(|s| s.state == "recording") {
@@ -440,23 +446,58 @@ fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<ExitCode, Fai
     let output = a
         .output
         .unwrap_or_else(|| default_name(&format!("jfrnative-{}", a.pid)));
-    let session = a.common.session(&output)?;
+    let mut session = a.common.session(&output)?;
+    attach::check_target(a.pid).map_err(|e| e.to_string())?;
+    let target = stage::Target::of(a.pid)?;
+    // A JVM in a container, or of another user, cannot see our files: the agent and the
+    // recording go into its own /tmp (removed when `stage` is dropped).
+    let stage = if target.needs_stage() {
+        Some(stage::Stage::create(&target, &session.agent)?)
+    } else {
+        None
+    };
+    let (agent, options, live) = match &stage {
+        None => (
+            session.agent.clone(),
+            session.agent_options(),
+            session.outputs.recording.clone(),
+        ),
+        Some(st) => {
+            let name = session
+                .outputs
+                .recording
+                .file_name()
+                .map_or("recording".into(), |n| n.to_string_lossy().into_owned());
+            let (jvm_recording, live) = st.path(&name);
+            let (jvm_status, status) = st.path("status");
+            if session.outputs.directory {
+                st.make_recording_dir(&jvm_recording)?;
+            }
+            session.status_file = status;
+            let options = session.agent_options_for(&jvm_recording, &jvm_status);
+            eprintln!(
+                "jfrnative: JVM {} {}: the agent and the recording go through its /tmp ({})",
+                a.pid,
+                match (target.other_root, target.uid) {
+                    (true, _) => "has a root filesystem of its own".to_string(),
+                    (false, uid) => format!("runs as uid {uid}"),
+                },
+                st.dir.display()
+            );
+            (st.agent.clone(), options, live)
+        }
+    };
     // Before the agent starts, so that its first chunk file is new to the watcher.
-    let upload = start_upload(&session, upload)?;
+    let mut upload = start_upload(&session, upload, &live)?;
     let interrupted = session::on_interrupt(Arc::new(AtomicI32::new(0)))?;
-    let reply = attach::load_agent(
-        a.pid,
-        &session.agent,
-        &session.agent_options(),
-        a.attach_timeout,
-    )
-    .map_err(|e| e.to_string())?;
+    let reply =
+        attach::load_agent(a.pid, &agent, &options, a.attach_timeout).map_err(|e| e.to_string())?;
     if reply.agent_code != 0 {
         let why = session
             .status()
             .filter(|s| s.is_failed())
             .map(|s| session::agent_message(&s.message))
-            .unwrap_or_else(|| format!("the agent refused to start ({})", reply.text.trim()));
+            .unwrap_or_else(|| attach::refusal(a.pid, &agent, &reply));
         let _ = std::fs::remove_file(&session.status_file);
         return Err(why);
     }
@@ -476,7 +517,7 @@ fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<ExitCode, Fai
     if jvm_gone {
         eprintln!("jfrnative: the JVM {} exited during the recording", a.pid);
     } else if session.status().is_some_and(|s| s.state == "recording") {
-        let reply = attach::load_agent(a.pid, &session.agent, "stop", a.attach_timeout)
+        let reply = attach::load_agent(a.pid, &agent, "stop", a.attach_timeout)
             .map_err(|e| format!("stopping the recording: {e}"))?;
         if reply.agent_code != 0 {
             return Err(format!(
@@ -486,13 +527,85 @@ fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<ExitCode, Fai
             ));
         }
     }
-    if let Some(u) = &upload {
-        u.stop_watching();
+    // The watcher takes the last chunk files before a staged directory goes.
+    if let Some(u) = &mut upload {
+        u.finish_watching();
     }
+    if session.status().is_none() {
+        let _ = std::fs::remove_file(&session.status_file);
+        return Err(format!(
+            "the JVM {} loaded the agent {} but the agent wrote no status ({}): {}",
+            a.pid,
+            agent.display(),
+            session.status_file.display(),
+            reply.text.trim()
+        ));
+    }
+    if stage.is_some() {
+        stage::copy_out(&live, &session.outputs.recording).map_err(|e| {
+            format!(
+                "cannot copy the recording from {} to {}: {e}",
+                live.display(),
+                session.outputs.recording.display()
+            )
+        })?;
+        session.status_file = {
+            let mut kept = session.outputs.recording.clone().into_os_string();
+            kept.push(".status");
+            let kept = PathBuf::from(kept);
+            std::fs::copy(&session.status_file, &kept).map_err(|e| e.to_string())?;
+            kept
+        };
+    }
+    if target.other_root {
+        session.sysroots = keep_container_libraries(&target, &session.outputs.recording);
+    }
+    drop(stage);
     let finished = session.finish(a.common.top);
     finish_upload(upload);
     finished?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The most bytes of a container's libraries kept beside a recording.
+const KEPT_LIBRARIES_BYTES: u64 = 512 << 20;
+
+/// The roots to symbolize a container JVM's recording with: its root while it runs, and a copy
+/// of the libraries the recording names, kept beside `recording` (`NAME.libs/`) for later
+/// (`jfr-symbolize --sysroot NAME.libs`).
+fn keep_container_libraries(target: &stage::Target, recording: &Path) -> Vec<PathBuf> {
+    let kept = recording.with_extension("libs");
+    let mut roots = Vec::new();
+    if process_alive(target.pid) {
+        roots.push(PathBuf::from(format!("/proc/{}/root", target.pid)));
+        let _ = std::fs::remove_dir_all(&kept);
+        let paths = stage::recorded_libraries(recording);
+        let (files, bytes, left_out) =
+            stage::keep_libraries(target, &paths, &kept, KEPT_LIBRARIES_BYTES);
+        eprintln!(
+            "jfrnative: the container's libraries ({files}, {:.1} MB) are kept in {} for \
+             jfr-symbolize --sysroot{}",
+            bytes as f64 / f64::from(1 << 20),
+            kept.display(),
+            if left_out.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; left out past {} MB: {}",
+                    KEPT_LIBRARIES_BYTES >> 20,
+                    left_out.join(", ")
+                )
+            }
+        );
+    } else {
+        eprintln!(
+            "jfrnative: the JVM {} is gone: its container's libraries could not be read, and \
+             its frames are named from this machine's files only where their build-ids match",
+            target.pid
+        );
+    }
+    roots.push(kept);
+    roots
 }
 
 fn demo_command(a: DemoArgs) -> Result<ExitCode, Failure> {

@@ -177,13 +177,19 @@ impl Continuous {
         self.shared.stop_watching.store(true, Ordering::Release);
     }
 
-    /// Waits for the watcher, then for the sender to empty the spool, at most `drain`;
-    /// returns what was done, and its summary for the user.
-    pub fn finish(mut self, drain: Duration) -> (Counts, String) {
+    /// The recording is over: the watcher takes the files there now; returns once it has (they
+    /// are in the spool, and the recording's directory may go).
+    pub fn finish_watching(&mut self) {
         self.stop_watching();
         if let Some(w) = self.watcher.take() {
             let _ = w.join();
         }
+    }
+
+    /// Waits for the watcher, then for the sender to empty the spool, at most `drain`;
+    /// returns what was done, and its summary for the user.
+    pub fn finish(mut self, drain: Duration) -> (Counts, String) {
+        self.finish_watching();
         *lock(&self.shared.deadline) = Some(Instant::now() + drain);
         self.shared.added.notify_all();
         if let Some(s) = self.sender.take() {
