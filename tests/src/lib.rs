@@ -18,6 +18,7 @@ pub mod otlp_endpoint;
 pub mod readers;
 pub mod reading;
 pub mod recordings;
+pub mod sandbox;
 pub mod stress;
 pub mod symlibs;
 pub mod workload;

@@ -1,0 +1,383 @@
+//! `jfrnative attach` from the host to a JVM in a container-like sandbox (its own PID and mount
+//! namespaces, a chroot of bind mounts, a private `/tmp`: `testdata/sandbox/run.sh`), as root
+//! and as an unprivileged user inside. The JVM runs the bundled demo (our C `mix`, zlib's
+//! `deflate`, libc's `msort_with_tmp`, Java) with its JNI library at `/opt/jfrnative-sbx-PID/`
+//! inside the sandbox only; the same path on the host holds a decoy: another library of the same
+//! name, of another build. Checked:
+//!
+//! - samples from each of the demo's four busy threads;
+//! - `mix` (the JNI library that exists only inside), `deflate` and `msort_with_tmp` named in the
+//!   symbolized JFR: read through the container's root, never from the host's decoy;
+//! - after the JVM is gone: with `--sysroot` on the libraries `jfrnative` kept, the same names;
+//!   without it, `mix` is not named (the decoy's build-id differs, so it is not used);
+//! - a second attach to the same JVM works, and nothing of either is left in its `/tmp`;
+//! - `-o DIR/ --upload`: every chunk file read from the container's `/tmp` and sent;
+//! - a JVM whose `/tmp` is read-only: exit 1 and one line that says why.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use std::time::Duration;
+
+use tests::jdk::{oracle_jdks, Jdk};
+use tests::otlp_endpoint::{FakeEndpoint, Plan};
+use tests::readers::chunk_files;
+use tests::sandbox::Sandbox;
+use tests::workload::{tool_binary, workload_dir};
+
+/// The demo's threads that burn CPU.
+const THREADS: [&str; 4] = ["c-checksum", "zlib-compress", "libc-qsort", "java-hashmap"];
+
+fn work_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("jfrnative-sbx-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A JDK whose files the sandbox has (it mounts the host's /usr).
+fn sandbox_jdk() -> Option<Jdk> {
+    oracle_jdks()
+        .into_iter()
+        .find(|j| j.home.starts_with("/usr/"))
+}
+
+/// The demo built for `jdk` (its class and JNI library) in `work/demo/build`.
+fn demo_build(jdk: &Jdk, work: &Path) -> PathBuf {
+    let out = Command::new(tool_binary("jfrnative"))
+        .env("JAVA_HOME", &jdk.home)
+        .args(["demo", "-d", "1s", "--dir"])
+        .arg(work.join("demo"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    work.join("demo/build")
+}
+
+/// The decoy at the app's path on the host (another library named like the demo's: the
+/// workload's `libburner.so`), removed when dropped.
+struct Decoy(PathBuf);
+
+impl Decoy {
+    fn at(dir: &Path) -> Decoy {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::copy(
+            workload_dir().join("libburner.so"),
+            dir.join("libjfrnative_demo.so"),
+        )
+        .unwrap();
+        Decoy(dir.to_path_buf())
+    }
+}
+
+impl Drop for Decoy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The demo in a sandbox as `user`, its JNI library at `app` inside.
+fn start_demo(jdk: &Jdk, work: &Path, user: &str, read_only_tmp: bool, app: &str) -> Sandbox {
+    let build = demo_build(jdk, work);
+    Sandbox::start(
+        &work.join("root"),
+        user,
+        read_only_tmp,
+        &[(&build, app)],
+        &jdk.tool("java"),
+        &[
+            "--enable-native-access=ALL-UNNAMED".into(),
+            format!("-Djava.library.path={app}"),
+            "-cp".into(),
+            app.into(),
+            "JfrNativeDemo".into(),
+            "120".into(),
+        ],
+    )
+}
+
+fn attach(pid: u32, seconds: u32, output: &Path) -> Output {
+    Command::new(tool_binary("jfrnative"))
+        .env_remove("DEBUGINFOD_URLS")
+        .arg("attach")
+        .arg(pid.to_string())
+        .args(["-d", &format!("{seconds}s"), "-o"])
+        .arg(output)
+        .output()
+        .unwrap()
+}
+
+/// `jfr-symbolize INPUT --format json` with `args`.
+fn report(input: &Path, args: &[&str]) -> Value {
+    let out = Command::new(tool_binary("jfr-symbolize"))
+        .env_remove("DEBUGINFOD_URLS")
+        .arg(input)
+        .args(["-q", "--format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The names of the report's native functions with CPU time.
+fn native_names(report: &Value) -> Vec<String> {
+    let frames = report["frames"].as_array().unwrap();
+    report["nativeFunctions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["total"]["cpuNanos"].as_u64().unwrap_or(0) > 0)
+        .map(|f| {
+            frames[f["frame"].as_u64().unwrap() as usize]["name"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+/// Samples per thread name in the report.
+fn thread_samples(report: &Value, name: &str) -> u64 {
+    report["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"] == name)
+        .map(|t| t["weight"]["samples"].as_u64().unwrap())
+        .sum()
+}
+
+/// The stack frames `jfr print` shows for the symbolized file's CPU samples.
+fn symbolized_text(jdk: &Jdk, file: &Path) -> String {
+    let out = Command::new(jdk.tool("jfr"))
+        .args([
+            "print",
+            "--events",
+            "jdk.CPUTimeSample",
+            "--stack-depth",
+            "64",
+        ])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Checks one attach's recording: every busy thread, the three native names, from the
+/// container's files.
+fn assert_recording(jdk: &Jdk, out: &Output, recording: &Path) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "jfrnative attach: {stderr}");
+    assert!(
+        stderr.contains("has a root filesystem of its own"),
+        "{stderr}"
+    );
+    let libs = recording.with_extension("libs");
+    let json = report(recording, &["--sysroot", libs.to_str().unwrap()]);
+    for thread in THREADS {
+        assert!(thread_samples(&json, thread) > 0, "no samples of {thread}");
+    }
+    let names = native_names(&json);
+    for name in ["mix", "deflate", "msort_with_tmp"] {
+        assert!(names.iter().any(|n| n == name), "{name} not in {names:?}");
+    }
+    assert!(
+        !names.iter().any(|n| n.starts_with("level")),
+        "a name from the host's decoy: {names:?}"
+    );
+    // In the symbolized JFR, as `jfr print` shows a native frame: `library.function()`.
+    let symbolized = symbolized_text(jdk, &recording.with_extension("symbolized.jfr"));
+    for frame in [
+        "libjfrnative_demo.so.mix()",
+        "deflate()",
+        "libc.so.6.msort_with_tmp()",
+    ] {
+        assert!(
+            symbolized.contains(frame),
+            "{frame} not in the symbolized JFR"
+        );
+    }
+}
+
+/// Nothing of jfrnative's in the JVM's /tmp: only what the JVM keeps itself (its attach socket
+/// and its perf data).
+fn assert_tmp_clean(sandbox: &Sandbox) {
+    let left: Vec<String> = sandbox
+        .tmp_entries()
+        .into_iter()
+        .filter(|n| !n.starts_with(".java_pid") && !n.starts_with("hsperfdata_"))
+        .collect();
+    assert!(left.is_empty(), "left in the JVM's /tmp: {left:?}");
+}
+
+#[test]
+fn attach_into_a_container_as_root_names_its_libraries_and_leaves_nothing() {
+    if !Sandbox::available() {
+        return;
+    }
+    let Some(jdk) = sandbox_jdk() else { return };
+    let work = work_dir("root");
+    let app = format!("/opt/jfrnative-sbx-{}", std::process::id());
+    let _decoy = Decoy::at(Path::new(&app));
+    let sandbox = start_demo(&jdk, &work, "0:0", false, &app);
+    let first = work.join("first.jfr");
+    let out = attach(sandbox.pid, 4, &first);
+    assert_recording(&jdk, &out, &first);
+    assert_tmp_clean(&sandbox);
+    // Again, into the same JVM (its agent is loaded already, from the same staged path).
+    let second = work.join("second.jfr");
+    let out = attach(sandbox.pid, 3, &second);
+    assert_recording(&jdk, &out, &second);
+    assert_tmp_clean(&sandbox);
+    drop(sandbox);
+    // The JVM is gone: the kept libraries still name its frames; the host's decoy never does.
+    let libs = first.with_extension("libs");
+    let names = native_names(&report(&first, &["--sysroot", libs.to_str().unwrap()]));
+    assert!(names.iter().any(|n| n == "mix"), "{names:?}");
+    let names = native_names(&report(&first, &[]));
+    assert!(
+        !names.iter().any(|n| n == "mix" || n.starts_with("level")),
+        "without the container's files, {app}/libjfrnative_demo.so must not be named from the \
+         host's copy: {names:?}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn attach_into_a_container_whose_jvm_runs_as_nobody() {
+    if !Sandbox::available() {
+        return;
+    }
+    let Some(jdk) = sandbox_jdk() else { return };
+    let work = work_dir("nobody");
+    let app = format!("/opt/jfrnative-sbx-nobody-{}", std::process::id());
+    // The demo's build directory is read by the JVM's user.
+    let sandbox = start_demo(&jdk, &work, "65534:65534", false, &app);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", sandbox.pid)).unwrap();
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("Uid:") && l.contains("65534")),
+        "{status}"
+    );
+    let recording = work.join("nobody.jfr");
+    let out = attach(sandbox.pid, 4, &recording);
+    assert_recording(&jdk, &out, &recording);
+    assert_tmp_clean(&sandbox);
+    // Again, into a directory of chunk files sent while they are written: every chunk file
+    // arrives, the last ones too (they are taken before the staged directory goes).
+    let endpoint = FakeEndpoint::start(Plan {
+        unavailable: Duration::ZERO,
+        stalled_until: Duration::ZERO,
+        stall_for: Duration::ZERO,
+    });
+    let dir = work.join("chunks");
+    let out = Command::new(tool_binary("jfrnative"))
+        .env_remove("DEBUGINFOD_URLS")
+        .arg("attach")
+        .arg(sandbox.pid.to_string())
+        .args(["-d", "4s", "--chunk", "1s", "--upload", &endpoint.url, "-o"])
+        .arg(format!("{}/", dir.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let chunks = chunk_files(&dir).len();
+    assert!(chunks >= 3, "{chunks} chunk files");
+    assert!(
+        stderr.contains(&format!("upload: {chunks} chunk(s) sent")),
+        "{stderr}"
+    );
+    assert_eq!(endpoint.requests().len(), chunks);
+    assert_tmp_clean(&sandbox);
+    drop(sandbox);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn a_container_with_a_read_only_tmp_gets_one_line_that_says_why() {
+    if !Sandbox::available() {
+        return;
+    }
+    let Some(jdk) = sandbox_jdk() else { return };
+    let work = work_dir("readonly");
+    let app = format!("/opt/jfrnative-sbx-ro-{}", std::process::id());
+    let sandbox = start_demo(&jdk, &work, "0:0", true, &app);
+    let out = attach(sandbox.pid, 2, &work.join("ro.jfr"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("Read-only file system") && lines[0].contains("writable /tmp"),
+        "{stderr}"
+    );
+    drop(sandbox);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// A JVM on the host that runs as another user (`nobody`), attached as root: the agent and the
+/// recording go through its /tmp, owned by its user.
+#[test]
+fn attach_to_a_jvm_of_another_user_as_root() {
+    if !Sandbox::available() {
+        return;
+    }
+    let Some(jdk) = sandbox_jdk() else { return };
+    let work = work_dir("user");
+    let classes = workload_dir();
+    let mut jvm = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(jdk.tool("java"))
+        .arg(format!("-Djava.library.path={}", classes.display()))
+        .arg("-cp")
+        .arg(&classes)
+        .args(["Burner", "60", "u-native:native,u-java:java"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Its attach needs a running JVM: give it a moment to start.
+    std::thread::sleep(Duration::from_secs(2));
+    let recording = work.join("user.jfr");
+    let jvm_pid = jvm.id();
+    let out = attach(jvm_pid, 3, &recording);
+    let _ = jvm.kill();
+    let _ = jvm.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("runs as uid 65534"), "{stderr}");
+    let json = report(&recording, &[]);
+    for thread in ["u-native", "u-java"] {
+        assert!(thread_samples(&json, thread) > 0, "no samples of {thread}");
+    }
+    let names = native_names(&json);
+    assert!(names.iter().any(|n| n == "level3"), "{names:?}");
+    // The stage (`jfrnative-ATTACHPID-JVMPID`, `jfrnative-agent-HASH`) is gone from /tmp.
+    let left: Vec<String> = std::fs::read_dir("/tmp")
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+        .filter(|n| {
+            n.strip_prefix("jfrnative-agent-")
+                .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+                || (n.starts_with("jfrnative-") && n.ends_with(&format!("-{jvm_pid}")))
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let _ = std::fs::remove_dir_all(&work);
+}
