@@ -12,13 +12,14 @@
 //!   without it, `mix` is not named (the decoy's build-id differs, so it is not used);
 //! - a second attach to the same JVM works, and nothing of either is left in its `/tmp`;
 //! - `-o DIR/ --upload`: every chunk file read from the container's `/tmp` and sent;
-//! - a JVM whose `/tmp` is read-only: exit 1 and one line that says why.
+//! - a JVM whose `/tmp` is read-only: exit 1 and one line that says why;
+//! - a JVM killed while recorded: every chunk it finished is kept on the host.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use serde_json::Value;
-use std::time::Duration;
 
 use tests::jdk::{oracle_jdks, Jdk};
 use tests::otlp_endpoint::{FakeEndpoint, Plan};
@@ -379,5 +380,52 @@ fn attach_to_a_jvm_of_another_user_as_root() {
         })
         .collect();
     assert!(left.is_empty(), "{left:?}");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// A container's JVM killed while it is recorded: its /tmp goes with it, but every chunk it had
+/// finished is on the host, readable by the JDK's own reader.
+#[test]
+fn a_container_jvm_killed_mid_recording_leaves_its_finished_chunks() {
+    if !Sandbox::available() {
+        return;
+    }
+    let Some(jdk) = sandbox_jdk() else { return };
+    let work = work_dir("killed");
+    let app = format!("/opt/jfrnative-sbx-killed-{}", std::process::id());
+    let sandbox = start_demo(&jdk, &work, "0:0", false, &app);
+    let dir = work.join("chunks");
+    let attach = Command::new(tool_binary("jfrnative"))
+        .env_remove("DEBUGINFOD_URLS")
+        .arg("attach")
+        .arg(sandbox.pid.to_string())
+        .args(["-d", "60s", "--chunk", "1s", "-o"])
+        .arg(format!("{}/", dir.display()))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(4500));
+    drop(sandbox);
+    let out = attach.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("ended with it"), "{stderr}");
+    let chunks = chunk_files(&dir);
+    assert!(chunks.len() >= 2, "{} chunk files: {stderr}", chunks.len());
+    for chunk in &chunks {
+        let read = Command::new(jdk.tool("jfr"))
+            .arg("summary")
+            .arg(chunk)
+            .output()
+            .unwrap();
+        assert!(
+            read.status.success(),
+            "{}: {}",
+            chunk.display(),
+            String::from_utf8_lossy(&read.stderr)
+        );
+        assert!(String::from_utf8_lossy(&read.stdout).contains("jdk.CPUTimeSample"));
+    }
     let _ = std::fs::remove_dir_all(&work);
 }

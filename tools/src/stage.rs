@@ -191,20 +191,82 @@ impl Drop for Stage {
     }
 }
 
-/// Copies `from` (a file, or a directory of files) to `to`, replacing what is there.
-pub fn copy_out(from: &Path, to: &Path) -> std::io::Result<()> {
-    if from.is_dir() {
-        std::fs::create_dir_all(to)?;
-        for entry in std::fs::read_dir(from)? {
-            let entry = entry?;
-            if entry.file_type()?.is_file() {
-                std::fs::copy(entry.path(), to.join(entry.file_name()))?;
+/// Keeps a copy of a staged recording (`from`, reached through the JVM's root) at `to` while
+/// the JVM records: a directory's finished chunk files (`*.jfr`; the agent writes `.part` and
+/// renames a chunk file once it is whole) as they appear, a single file at most every
+/// [`Mirror::FILE_EVERY`] (each finished chunk in it is whole; the one being written is cut,
+/// which readers take as the end of the file).
+#[derive(Debug)]
+pub struct Mirror {
+    from: PathBuf,
+    to: PathBuf,
+    /// Chunk files copied already (a directory).
+    copied: std::collections::BTreeSet<std::ffi::OsString>,
+    /// The single file's length at its last copy, and when.
+    file: Option<(u64, std::time::Instant)>,
+}
+
+impl Mirror {
+    /// How often a single recording file is copied at most while it grows.
+    pub const FILE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+    /// A mirror of `from` to `to`.
+    pub fn new(from: &Path, to: &Path) -> Mirror {
+        Mirror {
+            from: from.to_path_buf(),
+            to: to.to_path_buf(),
+            copied: Default::default(),
+            file: None,
+        }
+    }
+
+    /// Copies what the agent finished since the last call (errors are left for
+    /// [`Mirror::finish`]: the JVM may be gone).
+    pub fn tick(&mut self) {
+        let _ = self.copy(false);
+    }
+
+    /// The last copy, once the recording is over: everything there is.
+    pub fn finish(&mut self) -> std::io::Result<()> {
+        self.copy(true)
+    }
+
+    fn copy(&mut self, last: bool) -> std::io::Result<()> {
+        if self.from.is_dir() {
+            std::fs::create_dir_all(&self.to)?;
+            for entry in std::fs::read_dir(&self.from)? {
+                let entry = entry?;
+                let name = entry.file_name();
+                let whole = Path::new(&name).extension().is_some_and(|e| e == "jfr");
+                if !whole || self.copied.contains(&name) || !entry.file_type()?.is_file() {
+                    continue;
+                }
+                copy_atomically(&entry.path(), &self.to.join(&name))?;
+                self.copied.insert(name);
             }
+            return Ok(());
+        }
+        let len = std::fs::metadata(&self.from)?.len();
+        let due = match self.file {
+            None => true,
+            Some((copied, at)) => len != copied && at.elapsed() >= Self::FILE_EVERY,
+        };
+        if last || due {
+            copy_atomically(&self.from, &self.to)?;
+            self.file = Some((len, std::time::Instant::now()));
         }
         Ok(())
-    } else {
-        std::fs::copy(from, to).map(|_| ())
     }
+}
+
+/// Copies `from` to `to` through a temporary file beside `to`, so that `to` is never half
+/// written.
+fn copy_atomically(from: &Path, to: &Path) -> std::io::Result<()> {
+    let mut partial = to.as_os_str().to_owned();
+    partial.push(".part");
+    let partial = PathBuf::from(partial);
+    std::fs::copy(from, &partial)?;
+    std::fs::rename(&partial, to)
 }
 
 /// The libraries `recording` (a file or a directory of chunk files) names, as the JVM saw

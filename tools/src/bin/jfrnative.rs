@@ -174,7 +174,6 @@ fn checked_upload(
     }))
 }
 
-/// Starts sending the chunk files of `session`'s directory.
 /// Starts sending the chunk files the agent writes into `chunks` (the session's directory, or
 /// where we reach a staged one: [`tools::stage`]); the spool is beside the session's directory.
 fn start_upload(
@@ -507,7 +506,15 @@ fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<ExitCode, Fai
     );
     let deadline = Instant::now() + a.duration;
     let mut jvm_gone = false;
+    // A staged recording is mirrored to `-o` as the agent finishes it: a JVM that dies takes
+    // its /tmp with it, but not what was finished.
+    let mut mirror = stage
+        .as_ref()
+        .map(|_| stage::Mirror::new(&live, &session.outputs.recording));
     session.follow(|s| {
+        if let Some(m) = &mut mirror {
+            m.tick();
+        }
         jvm_gone = !process_alive(a.pid);
         jvm_gone
             || interrupted.load(std::sync::atomic::Ordering::Acquire)
@@ -531,6 +538,13 @@ fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<ExitCode, Fai
     if let Some(u) = &mut upload {
         u.finish_watching();
     }
+    if jvm_gone && stage.is_some() {
+        // Its /tmp may be gone with it: what was mirrored is what there is.
+        if let Some(m) = &mut mirror {
+            m.tick();
+        }
+        return attach_of_a_dead_jvm(&session, a.pid, a.common.top, upload);
+    }
     if session.status().is_none() {
         let _ = std::fs::remove_file(&session.status_file);
         return Err(format!(
@@ -541,8 +555,8 @@ fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<ExitCode, Fai
             reply.text.trim()
         ));
     }
-    if stage.is_some() {
-        stage::copy_out(&live, &session.outputs.recording).map_err(|e| {
+    if let Some(m) = &mut mirror {
+        m.finish().map_err(|e| {
             format!(
                 "cannot copy the recording from {} to {}: {e}",
                 live.display(),
@@ -564,6 +578,25 @@ fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<ExitCode, Fai
     let finished = session.finish(a.common.top);
     finish_upload(upload);
     finished?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The end of a staged attach whose JVM died while recording: the chunks mirrored before are
+/// reported, symbolized with this machine's files where their build-ids match.
+fn attach_of_a_dead_jvm(
+    session: &Session,
+    pid: u32,
+    top: usize,
+    upload: Option<Continuous>,
+) -> Result<ExitCode, Failure> {
+    eprintln!(
+        "jfrnative: the recording of JVM {pid} ended with it; the chunks finished before are in {}",
+        session.outputs.recording.display()
+    );
+    let summary = tools::report::write(&session.outputs, top, &[]);
+    finish_upload(upload);
+    let summary = summary.map_err(|e| format!("no finished chunk was kept: {e}"))?;
+    println!("{}", summary.text.trim_end());
     Ok(ExitCode::SUCCESS)
 }
 
