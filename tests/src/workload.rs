@@ -311,6 +311,36 @@ pub fn concurrent_sources(jdk: &Jdk, dir: &Path) -> Option<Vec<PathBuf>> {
     (!sources.is_empty()).then_some(sources)
 }
 
+/// [`concurrent_sources`] with those of its subpackages `atomic` and `locks` and of
+/// `java.util` itself (unpacked into `dir`): about twice the samples of a javac run.
+pub fn concurrent_sources_with_subpackages(jdk: &Jdk, dir: &Path) -> Option<Vec<PathBuf>> {
+    let mut sources = concurrent_sources(jdk, dir)?;
+    let zip = src_zip(jdk)?;
+    crate::readers::run(
+        Command::new("unzip")
+            .args(["-q", "-o"])
+            .arg(&zip)
+            .arg("java.base/java/util/*.java")
+            .arg("-x")
+            .arg("java.base/java/util/*/*")
+            .arg("-d")
+            .arg(dir),
+    )
+    .ok()?;
+    for sub in ["concurrent/atomic", "concurrent/locks", ""] {
+        let package = dir.join("java.base/java/util").join(sub);
+        let mut more: Vec<PathBuf> = std::fs::read_dir(package)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "java"))
+            .collect();
+        more.sort();
+        sources.extend(more);
+    }
+    Some(sources)
+}
+
 /// `javac` of `jdk` compiling `sources` (from [`concurrent_sources`] under `dir/src`) into
 /// `dir/out`, with `jvm_options` given to its JVM (`-J`).
 pub fn javac_concurrent(
