@@ -251,13 +251,13 @@ fn inline_chains_are_lines_of_one_location_and_virtual_threads_are_said() {
     let worker = of("inline-worker");
     assert_eq!(
         worker["attributes"],
-        serde_json::json!({"thread.name": "inline-worker", "thread.id": 7, "jfrnative.thread.virtual": false})
+        serde_json::json!({"thread.name": "inline-worker", "thread.id": 7, "jfrnative.thread.virtual": false, "service.name": "unknown_service:java"})
     );
     assert_eq!(worker["weight"], 4_000_000);
     let carried = of("virtual-1");
     assert_eq!(
         carried["attributes"],
-        serde_json::json!({"thread.name": "virtual-1", "thread.id": 8, "jfrnative.thread.virtual": true})
+        serde_json::json!({"thread.name": "virtual-1", "thread.id": 8, "jfrnative.thread.virtual": true, "service.name": "unknown_service:java"})
     );
     assert_eq!(worker["locations"], carried["locations"]);
     // Leaf, return address (three lines), the compiled Java frame with its inlined method,
