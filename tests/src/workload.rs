@@ -300,15 +300,20 @@ pub fn concurrent_sources(jdk: &Jdk, dir: &Path) -> Option<Vec<PathBuf>> {
             .arg(dir),
     )
     .ok()?;
-    let package = dir.join("java.base/java/util/concurrent");
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(package)
+    let sources = java_files(&dir.join("java.base/java/util/concurrent"))?;
+    (!sources.is_empty()).then_some(sources)
+}
+
+/// The `.java` files directly in `dir`, sorted; `None` when it cannot be read.
+fn java_files(dir: &Path) -> Option<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .ok()?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "java"))
         .collect();
-    sources.sort();
-    (!sources.is_empty()).then_some(sources)
+    files.sort();
+    Some(files)
 }
 
 /// [`concurrent_sources`] with those of its subpackages `atomic` and `locks` and of
@@ -328,15 +333,7 @@ pub fn concurrent_sources_with_subpackages(jdk: &Jdk, dir: &Path) -> Option<Vec<
     )
     .ok()?;
     for sub in ["concurrent/atomic", "concurrent/locks", ""] {
-        let package = dir.join("java.base/java/util").join(sub);
-        let mut more: Vec<PathBuf> = std::fs::read_dir(package)
-            .ok()?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "java"))
-            .collect();
-        more.sort();
-        sources.extend(more);
+        sources.extend(java_files(&dir.join("java.base/java/util").join(sub))?);
     }
     Some(sources)
 }
@@ -362,4 +359,24 @@ pub fn javac_concurrent(
         .arg(out)
         .args(sources);
     javac
+}
+
+/// `jfrnative demo --dir DIR` with `args` (duration, interval, ...), `jdk` as its `JAVA_HOME`:
+/// builds the demo into `DIR/build` and records it into `DIR/demo.jfr`. Panics with its output
+/// when it fails.
+pub fn jfrnative_demo(jdk: &Jdk, dir: &Path, args: &[&str]) {
+    agent_library();
+    let out = Command::new(tool_binary("jfrnative"))
+        .env("JAVA_HOME", &jdk.home)
+        .arg("demo")
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "jfrnative demo: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -1,7 +1,7 @@
 //! `jfrnative attach` from the host to a JVM in a container-like sandbox (its own PID and mount
 //! namespaces, a chroot of bind mounts, a private `/tmp`: `testdata/sandbox/run.sh`), as root
 //! and as an unprivileged user inside. The JVM runs the bundled demo (our C `mix`, zlib's
-//! `deflate`, libc's `msort_with_tmp`, Java) with its JNI library at `/opt/jfrnative-sbx-PID/`
+//! `deflate`, libc's `msort_with_tmp`, Java) with its JNI library at `/opt/jfrnative-sbx-TEST-PID/`
 //! inside the sandbox only; the same path on the host holds a decoy: another library of the same
 //! name, of another build. Checked:
 //!
@@ -25,7 +25,7 @@ use tests::jdk::{oracle_jdks, Jdk};
 use tests::otlp_endpoint::{FakeEndpoint, Plan};
 use tests::readers::chunk_files;
 use tests::sandbox::Sandbox;
-use tests::workload::{tool_binary, workload_dir};
+use tests::workload::{jfrnative_demo, tool_binary, workload_dir};
 
 /// The demo's threads that burn CPU.
 const THREADS: [&str; 4] = ["c-checksum", "zlib-compress", "libc-qsort", "java-hashmap"];
@@ -46,17 +46,7 @@ fn sandbox_jdk() -> Option<Jdk> {
 
 /// The demo built for `jdk` (its class and JNI library) in `work/demo/build`.
 fn demo_build(jdk: &Jdk, work: &Path) -> PathBuf {
-    let out = Command::new(tool_binary("jfrnative"))
-        .env("JAVA_HOME", &jdk.home)
-        .args(["demo", "-d", "1s", "--dir"])
-        .arg(work.join("demo"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    jfrnative_demo(jdk, &work.join("demo"), &["-d", "1s"]);
     work.join("demo/build")
 }
 
@@ -82,24 +72,37 @@ impl Drop for Decoy {
     }
 }
 
-/// The demo in a sandbox as `user`, its JNI library at `app` inside.
-fn start_demo(jdk: &Jdk, work: &Path, user: &str, read_only_tmp: bool, app: &str) -> Sandbox {
-    let build = demo_build(jdk, work);
-    Sandbox::start(
+/// The demo in a sandbox for `test`, as `user` (`uid:gid`), its `/tmp` read-only when
+/// `read_only_tmp`, its JNI library at `/opt/jfrnative-sbx-TEST-PID` inside: the JDK, the test's
+/// work directory, that path, and the sandbox. `None` when sandboxes cannot be made here.
+fn sandboxed_demo(
+    test: &str,
+    user: &str,
+    read_only_tmp: bool,
+) -> Option<(Jdk, PathBuf, String, Sandbox)> {
+    if !Sandbox::available() {
+        return None;
+    }
+    let jdk = sandbox_jdk()?;
+    let work = work_dir(test);
+    let app = format!("/opt/jfrnative-sbx-{test}-{}", std::process::id());
+    let build = demo_build(&jdk, &work);
+    let sandbox = Sandbox::start(
         &work.join("root"),
         user,
         read_only_tmp,
-        &[(&build, app)],
+        &[(&build, &app)],
         &jdk.tool("java"),
         &[
             "--enable-native-access=ALL-UNNAMED".into(),
             format!("-Djava.library.path={app}"),
             "-cp".into(),
-            app.into(),
+            app.clone(),
             "JfrNativeDemo".into(),
             "120".into(),
         ],
-    )
+    );
+    Some((jdk, work, app, sandbox))
 }
 
 fn attach(pid: u32, seconds: u32, output: &Path) -> Output {
@@ -228,14 +231,10 @@ fn assert_tmp_clean(sandbox: &Sandbox) {
 
 #[test]
 fn attach_into_a_container_as_root_names_its_libraries_and_leaves_nothing() {
-    if !Sandbox::available() {
+    let Some((jdk, work, app, sandbox)) = sandboxed_demo("root", "0:0", false) else {
         return;
-    }
-    let Some(jdk) = sandbox_jdk() else { return };
-    let work = work_dir("root");
-    let app = format!("/opt/jfrnative-sbx-{}", std::process::id());
+    };
     let _decoy = Decoy::at(Path::new(&app));
-    let sandbox = start_demo(&jdk, &work, "0:0", false, &app);
     let first = work.join("first.jfr");
     let out = attach(sandbox.pid, 4, &first);
     assert_recording(&jdk, &out, &first);
@@ -261,14 +260,10 @@ fn attach_into_a_container_as_root_names_its_libraries_and_leaves_nothing() {
 
 #[test]
 fn attach_into_a_container_whose_jvm_runs_as_nobody() {
-    if !Sandbox::available() {
+    // The demo's build directory is read by the JVM's user (it is created world-readable).
+    let Some((jdk, work, _, sandbox)) = sandboxed_demo("nobody", "65534:65534", false) else {
         return;
-    }
-    let Some(jdk) = sandbox_jdk() else { return };
-    let work = work_dir("nobody");
-    let app = format!("/opt/jfrnative-sbx-nobody-{}", std::process::id());
-    // The demo's build directory is read by the JVM's user.
-    let sandbox = start_demo(&jdk, &work, "65534:65534", false, &app);
+    };
     let status = std::fs::read_to_string(format!("/proc/{}/status", sandbox.pid)).unwrap();
     assert!(
         status
@@ -312,13 +307,9 @@ fn attach_into_a_container_whose_jvm_runs_as_nobody() {
 
 #[test]
 fn a_container_with_a_read_only_tmp_gets_one_line_that_says_why() {
-    if !Sandbox::available() {
+    let Some((_, work, _, sandbox)) = sandboxed_demo("readonly", "0:0", true) else {
         return;
-    }
-    let Some(jdk) = sandbox_jdk() else { return };
-    let work = work_dir("readonly");
-    let app = format!("/opt/jfrnative-sbx-ro-{}", std::process::id());
-    let sandbox = start_demo(&jdk, &work, "0:0", true, &app);
+    };
     let out = attach(sandbox.pid, 2, &work.join("ro.jfr"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -387,13 +378,9 @@ fn attach_to_a_jvm_of_another_user_as_root() {
 /// finished is on the host, readable by the JDK's own reader.
 #[test]
 fn a_container_jvm_killed_mid_recording_leaves_its_finished_chunks() {
-    if !Sandbox::available() {
+    let Some((jdk, work, _, sandbox)) = sandboxed_demo("killed", "0:0", false) else {
         return;
-    }
-    let Some(jdk) = sandbox_jdk() else { return };
-    let work = work_dir("killed");
-    let app = format!("/opt/jfrnative-sbx-killed-{}", std::process::id());
-    let sandbox = start_demo(&jdk, &work, "0:0", false, &app);
+    };
     let dir = work.join("chunks");
     let attach = Command::new(tool_binary("jfrnative"))
         .env_remove("DEBUGINFOD_URLS")

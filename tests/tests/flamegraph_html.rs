@@ -16,7 +16,7 @@ use tests::flame_page::{
     search, tooltip_at,
 };
 use tests::jdk::{javac_for, oracle_jdks};
-use tests::workload::{agent_library, jfr_symbolize, repo, tool_binary};
+use tests::workload::{jfr_symbolize, jfrnative_demo, repo};
 
 const WIDTH: u32 = 1280;
 const HEIGHT: u32 = 800;
@@ -497,19 +497,8 @@ fn a_demo_recording_in_the_browser_matches_its_json_report() {
     let Some(mut browser) = Browser::launch(WIDTH, 1000) else {
         return;
     };
-    agent_library();
     let dir = out_dir().join("demo");
-    let out = std::process::Command::new(tool_binary("jfrnative"))
-        .env("JAVA_HOME", &jdk.home)
-        .args(["demo", "-d", "3s", "--dir"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    jfrnative_demo(&jdk, &dir, &["-d", "3s"]);
     let recording = dir.join("demo.jfr");
     let page = dir.join("demo.html");
     let began = Instant::now();
