@@ -136,13 +136,23 @@ fn hex(s: &str) -> u64 {
 }
 
 /// `name file:line s=N(system)` → function, file, line.
+/// One line of a location in `-raw` output: `FUNCTION FILE:LINE s=START` (Go before 1.26) or
+/// `FUNCTION FILE:LINE:COLUMN s=START` (Go 1.26: the column is 0 when the profile has none).
 fn raw_line(text: &str) -> RawLine {
     let text = text.trim();
     let before_start = text.rfind(" s=").map_or(text, |i| &text[..i]).trim_end();
-    let (name_file, line) = before_start
-        .rsplit_once(':')
-        .unwrap_or_else(|| panic!("no line in {text}"));
-    let (function, file) = name_file.rsplit_once(' ').unwrap_or((name_file, ""));
+    let (function, place) = before_start.rsplit_once(' ').unwrap_or(("", before_start));
+    let parts: Vec<&str> = place.rsplitn(3, ':').collect();
+    let number = |s: &str| s.parse::<i64>().ok();
+    let (file, line) = match parts.as_slice() {
+        [column, line, file] if number(column).is_some() && number(line).is_some() => {
+            (*file, *line)
+        }
+        [line, rest @ ..] if !rest.is_empty() => {
+            (place.strip_suffix(&format!(":{line}")).unwrap_or(""), *line)
+        }
+        _ => panic!("no line in {text}"),
+    };
     RawLine {
         function: function.to_string(),
         file: file.to_string(),
@@ -330,5 +340,35 @@ impl GoPprof {
         let mut all = vec!["-top", "-unit=ns", "-nodefraction=0"];
         all.extend_from_slice(args);
         parse_top(&self.run(&all, file).unwrap_or_else(|e| panic!("{e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_lines_of_go_before_and_from_1_26() {
+        let line = |t: &str| {
+            let l = raw_line(t);
+            (l.function, l.file, l.line)
+        };
+        let main = ("demo.Main.run".to_string(), "demo.Main".to_string(), 12);
+        assert_eq!(line("demo.Main.run demo.Main:12 s=0"), main);
+        assert_eq!(
+            line("demo.Main.run demo.Main:12:0 s=0(demo.Main.run()V)"),
+            main
+        );
+        assert_eq!(
+            line("OptoRuntime::new(Klass*, JavaThread*) x.cpp:7:3 s=0"),
+            (
+                "OptoRuntime::new(Klass*, JavaThread*)".to_string(),
+                "x.cpp".to_string(),
+                7
+            )
+        );
+        let none = ("libdemo.so+0x1130".to_string(), String::new(), 0);
+        assert_eq!(line("libdemo.so+0x1130 :0 s=0"), none);
+        assert_eq!(line("libdemo.so+0x1130 :0:0 s=0"), none);
     }
 }
