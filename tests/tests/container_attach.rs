@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use tests::jdk::{oracle_jdks, Jdk};
 use tests::otlp_endpoint::{FakeEndpoint, Plan};
-use tests::readers::chunk_files;
+use tests::readers::{chunk_files, run};
 use tests::sandbox::Sandbox;
 use tests::workload::{jfrnative_demo, tool_binary, workload_dir};
 
@@ -118,19 +118,13 @@ fn attach(pid: u32, seconds: u32, output: &Path) -> Output {
 
 /// `jfr-symbolize INPUT --format json` with `args`.
 fn report(input: &Path, args: &[&str]) -> Value {
-    let out = Command::new(tool_binary("jfr-symbolize"))
+    let json = run(Command::new(tool_binary("jfr-symbolize"))
         .env_remove("DEBUGINFOD_URLS")
         .arg(input)
         .args(["-q", "--format", "json"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+        .args(args))
+    .unwrap_or_else(|e| panic!("{e}"));
+    serde_json::from_str(&json).unwrap()
 }
 
 /// The names of the report's native functions with CPU time.
@@ -163,7 +157,7 @@ fn thread_samples(report: &Value, name: &str) -> u64 {
 
 /// The stack frames `jfr print` shows for the symbolized file's CPU samples.
 fn symbolized_text(jdk: &Jdk, file: &Path) -> String {
-    let out = Command::new(jdk.tool("jfr"))
+    run(Command::new(jdk.tool("jfr"))
         .args([
             "print",
             "--events",
@@ -171,15 +165,8 @@ fn symbolized_text(jdk: &Jdk, file: &Path) -> String {
             "--stack-depth",
             "64",
         ])
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+        .arg(file))
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Checks one attach's recording: every busy thread, the three native names, from the

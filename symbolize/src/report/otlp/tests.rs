@@ -136,6 +136,18 @@ fn attributes(d: &ProfilesDictionary, indices: &[i32]) -> Vec<(String, String)> 
         .collect()
 }
 
+/// The attributes of `main`'s samples: its thread, then the resource's service.
+fn main_attributes() -> Vec<(String, String)> {
+    [
+        ("thread.name", "main"),
+        ("thread.id", "1"),
+        ("jfrnative.thread.virtual", "false"),
+        ("service.name", "demo"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .to_vec()
+}
+
 #[test]
 fn each_sample_keeps_its_time_weight_thread_and_frames() {
     let agg = aggregate(&events());
@@ -167,15 +179,7 @@ fn each_sample_keeps_its_time_weight_thread_and_frames() {
     let main = p.samples.iter().find(|x| x.values.len() == 2).unwrap();
     assert_eq!(main.values, [10_000_000, 20_000_000]);
     assert_eq!(main.timestamps_unix_nano, [1_010_000_000, 1_020_000_000]);
-    assert_eq!(
-        attributes(d, &main.attribute_indices),
-        [
-            ("thread.name".to_string(), "main".to_string()),
-            ("thread.id".to_string(), "1".to_string()),
-            ("jfrnative.thread.virtual".to_string(), "false".to_string()),
-            ("service.name".to_string(), "demo".to_string()),
-        ]
-    );
+    assert_eq!(attributes(d, &main.attribute_indices), main_attributes());
     let stack = &d.stack_table[main.stack_index as usize].location_indices;
     let location = |i: i32| &d.location_table[i as usize];
     let names = |i: i32| -> Vec<&str> {
@@ -312,15 +316,7 @@ fn aggregated_samples_have_one_value_their_sum_and_keep_thread_ids() {
         .iter()
         .find(|x| x.values == [30_000_000])
         .expect("main's two events summed");
-    assert_eq!(
-        attributes(d, &main.attribute_indices),
-        [
-            ("thread.name".to_string(), "main".to_string()),
-            ("thread.id".to_string(), "1".to_string()),
-            ("jfrnative.thread.virtual".to_string(), "false".to_string()),
-            ("service.name".to_string(), "demo".to_string()),
-        ]
-    );
+    assert_eq!(attributes(d, &main.attribute_indices), main_attributes());
 }
 
 #[test]
