@@ -55,13 +55,6 @@ fn namespace_pid(pid: u32) -> u32 {
         .unwrap_or(pid)
 }
 
-/// The effective uid of process `pid` (second field of `Uid:`).
-fn process_euid(pid: u32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let uids = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
-    uids.split_whitespace().nth(1)?.parse().ok()
-}
-
 /// Whether process `pid` has exited and waits to be reaped (state `Z` or `X`): its maps are
 /// then empty, which must not read as "not a JVM".
 fn has_exited(pid: u32) -> bool {
@@ -98,7 +91,7 @@ pub fn check_target(pid: u32) -> Result<(), AttachError> {
     // (`matches_effective_uid_and_gid_or_root`); root stages the agent where the JVM's user
     // can read it (crate::stage).
     let me = nix::unistd::geteuid().as_raw();
-    match process_euid(pid) {
+    match crate::stage::process_ids(pid).map(|(uid, _)| uid) {
         Some(uid) if uid != me && me != 0 => fail(format!(
             "the JVM {pid} runs as uid {uid} and this command as uid {me}: HotSpot accepts an \
              attach only from its own user or root; run this as that user (sudo -u) or as root"
@@ -171,15 +164,10 @@ pub fn parse_load_reply(text: &str) -> Result<LoadReply, AttachError> {
         _ => return fail(format!("unexpected reply from the JVM: {text:?}")),
     };
     let rest: Vec<&str> = lines.collect();
-    let words = rest.join(" ").trim().to_string();
+    let words = said(rest.join(" ").trim());
     if status != 0 {
         return fail(format!(
-            "the JVM refused to load the agent (status {status}){}",
-            if words.is_empty() {
-                String::new()
-            } else {
-                format!(": {words}")
-            }
+            "the JVM refused to load the agent (status {status}){words}"
         ));
     }
     let Some(agent_code) = rest
@@ -187,14 +175,7 @@ pub fn parse_load_reply(text: &str) -> Result<LoadReply, AttachError> {
         .find_map(|l| l.trim().strip_prefix("return code:"))
         .and_then(|c| c.trim().parse().ok())
     else {
-        return fail(format!(
-            "the JVM did not load the agent library{}",
-            if words.is_empty() {
-                String::new()
-            } else {
-                format!(": {words}")
-            }
-        ));
+        return fail(format!("the JVM did not load the agent library{words}"));
     };
     Ok(LoadReply {
         agent_code,
@@ -206,8 +187,7 @@ pub fn parse_load_reply(text: &str) -> Result<LoadReply, AttachError> {
 /// could not load it, as far as looking at the file from here tells.
 pub fn diagnose(pid: u32, uid: u32, library: &Path) -> String {
     use std::os::unix::fs::MetadataExt;
-    let relative = library.strip_prefix("/").unwrap_or(library);
-    let seen = PathBuf::from(format!("/proc/{pid}/root")).join(relative);
+    let seen = crate::stage::path_in_root_of(pid, library);
     let meta = match std::fs::metadata(&seen) {
         Ok(m) => m,
         Err(e) => {
@@ -255,12 +235,17 @@ pub fn refusal(pid: u32, library: &Path, reply: &LoadReply) -> String {
         "the JVM {pid} did not start the agent {} (return code {}){}",
         library.display(),
         reply.agent_code,
-        if words.is_empty() {
-            String::new()
-        } else {
-            format!(": {}", words.join(" "))
-        }
+        said(&words.join(" "))
     )
+}
+
+/// What the JVM said, as the end of a message: `: WORDS`, or nothing when it said nothing.
+fn said(words: &str) -> String {
+    if words.is_empty() {
+        String::new()
+    } else {
+        format!(": {words}")
+    }
 }
 
 /// Loads `library` (an absolute path) with `options` into the JVM `pid`.
@@ -292,7 +277,7 @@ pub fn load_agent(
         .read_to_string(&mut reply)
         .map_err(|e| AttachError(format!("reading the JVM's reply: {e}")))?;
     parse_load_reply(&reply).map_err(|e| {
-        let uid = process_euid(pid).unwrap_or(u32::MAX);
+        let uid = crate::stage::process_ids(pid).map_or(u32::MAX, |(uid, _)| uid);
         AttachError(format!(
             "JVM {pid}, agent {}: {e}: {}",
             library.display(),

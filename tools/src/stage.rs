@@ -32,18 +32,29 @@ pub struct Target {
     pub other_root: bool,
 }
 
+/// The effective uid and gid of process `pid` (the second fields of `Uid:` and `Gid:` in
+/// `/proc/PID/status`).
+pub fn process_ids(pid: u32) -> Option<(u32, u32)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let second = |key: &str| -> Option<u32> {
+        let line = status.lines().find_map(|l| l.strip_prefix(key))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    Some((second("Uid:")?, second("Gid:")?))
+}
+
+/// `path` (absolute, as process `pid` sees it) as this process reaches it, through
+/// `/proc/PID/root`.
+pub fn path_in_root_of(pid: u32, path: &Path) -> PathBuf {
+    let relative = path.strip_prefix("/").unwrap_or(path);
+    PathBuf::from(format!("/proc/{pid}/root")).join(relative)
+}
+
 impl Target {
     /// The JVM `pid`'s user and root, from `/proc`.
     pub fn of(pid: u32) -> Result<Target, String> {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .map_err(|e| format!("cannot read /proc/{pid}/status: {e}"))?;
-        let second = |key: &str| -> Option<u32> {
-            let line = status.lines().find_map(|l| l.strip_prefix(key))?;
-            line.split_whitespace().nth(1)?.parse().ok()
-        };
-        let (Some(uid), Some(gid)) = (second("Uid:"), second("Gid:")) else {
-            return Err(format!("/proc/{pid}/status has no Uid or Gid line"));
-        };
+        let (uid, gid) = process_ids(pid)
+            .ok_or_else(|| format!("cannot read the uid and gid of process {pid} from /proc"))?;
         let root = std::fs::metadata(format!("/proc/{pid}/root"))
             .map_err(|e| format!("cannot look at the root of process {pid}: {e}"))?;
         let ours = std::fs::metadata("/").map_err(|e| format!("cannot look at /: {e}"))?;
@@ -63,8 +74,7 @@ impl Target {
 
     /// `path` (absolute, as the JVM sees it) as this process reaches it.
     pub fn host_path(&self, path: &Path) -> PathBuf {
-        let relative = path.strip_prefix("/").unwrap_or(path);
-        PathBuf::from(format!("/proc/{}/root", self.pid)).join(relative)
+        path_in_root_of(self.pid, path)
     }
 }
 
