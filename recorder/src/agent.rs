@@ -229,19 +229,11 @@ fn install(vm: Vm, command: Command, live: bool) -> Result<(), String> {
 
 /// The kernel thread ids of this process by thread name (`/proc/self/task/*/comm`).
 fn tids_by_name() -> std::collections::HashMap<String, Vec<i32>> {
+    use crate::process_threads::{task_ids, thread_name};
     let mut map: std::collections::HashMap<String, Vec<i32>> = std::collections::HashMap::new();
-    for entry in std::fs::read_dir("/proc/self/task")
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let Ok(tid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        if let Ok(comm) = std::fs::read_to_string(entry.path().join("comm")) {
-            map.entry(comm.trim_end_matches('\n').to_string())
-                .or_default()
-                .push(tid);
+    for tid in task_ids() {
+        if let Some(name) = thread_name(tid) {
+            map.entry(name).or_default().push(tid);
         }
     }
     map
@@ -567,6 +559,7 @@ fn run_drain(
         .attach_current_thread_as_daemon(c"jfr-native writer")
         .is_some();
     let file = options.file.clone();
+    let options_threads = options.threads;
     let mut drain = match Drain::new(agent.jvmti, options, clock) {
         Ok(d) => d,
         Err(e) => {
@@ -578,8 +571,19 @@ fn run_drain(
         }
     };
     let _ = ready.send(Ok(()));
+    let mut scanner = (options_threads == options::Threads::All).then(|| {
+        crate::process_threads::Scanner::new(
+            &crate::process_threads::task_ids(),
+            &engine::thread_cpu_ns,
+        )
+    });
     while !agent.stop.load(Ordering::Acquire) {
         std::thread::park_timeout(DRAIN_PERIOD);
+        if let Some(scanner) = scanner.as_mut() {
+            if scanner.due(os::monotonic_ns()) {
+                scan_threads(agent, scanner);
+            }
+        }
         drain.refresh_code_map();
         drain.drain_all();
         drain.check_counters();
@@ -604,6 +608,78 @@ fn run_drain(
     }
     if attached {
         agent.vm.detach_current_thread();
+    }
+}
+
+/// One scan of the process's threads (`threads=all`, see [`crate::process_threads`]): arms the
+/// new ones, marks the gone ones ended, and gives the stack of its first sample to each that
+/// has one.
+fn scan_threads(agent: &'static Agent, scanner: &mut crate::process_threads::Scanner) {
+    use crate::process_threads as pt;
+    let slots: Vec<&'static Slot> = SLOTS.lock().map(|s| s.clone()).unwrap_or_default();
+    // Threads sampled now, and Java threads (armed by JVMTI's paths); a found thread's slot of
+    // an earlier recording (disarmed when it stopped) does not count.
+    let live: std::collections::HashSet<i32> = slots
+        .iter()
+        .filter(|s| !s.ended.load(Ordering::Acquire) && (s.is_armed() || s.is_java()))
+        .map(|s| s.tid())
+        .collect();
+    let skip = [DRAIN_TID.load(Ordering::Acquire)];
+    let scan = scanner.scan(
+        os::monotonic_ns(),
+        &pt::task_ids(),
+        &|tid| live.contains(&tid),
+        &skip,
+        &pt::start_time,
+    );
+    for tid in &scan.gone {
+        for slot in slots
+            .iter()
+            .filter(|s| s.tid() == *tid && !s.is_java() && !s.ended.load(Ordering::Acquire))
+        {
+            slot.ended.store(true, Ordering::SeqCst);
+            slot.disarm();
+        }
+    }
+    let interval_ns = current_options(agent).map_or(1, |o| o.interval_ns.max(1));
+    for found in scan.arm {
+        let identity = Identity {
+            name: found.name,
+            java_id: 0,
+        };
+        let before_ns = engine::thread_cpu_ns(found.tid);
+        let slot = arm(
+            agent,
+            found.tid,
+            std::ptr::null_mut(),
+            identity,
+            ThreadStack::unknown(),
+            true,
+        );
+        if let Some(slot) = slot {
+            // Its CPU time from the recording's start (or its own) until it was armed: lost,
+            // with its reason, so that the recording's total stays the process's.
+            let unseen = before_ns.saturating_sub(found.cpu_at_start_ns.unwrap_or(0));
+            slot.unseen.add(unseen, unseen / interval_ns);
+        }
+    }
+    // Stacks from the first samples' stack pointers.
+    let waiting: Vec<(&'static Slot, u64)> = slots
+        .iter()
+        .filter(|s| !s.is_java() && s.stack.range().2 == 0)
+        .filter_map(|s| {
+            let sp = s.unknown_stack_sp.load(Ordering::Acquire);
+            (sp != 0).then_some((*s, sp))
+        })
+        .collect();
+    if !waiting.is_empty() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+        for (slot, sp) in waiting {
+            if let Some((lo, hi)) = pt::stack_mapping(&maps, sp) {
+                slot.stack.set(&ThreadStack::new(lo, hi));
+            }
+            slot.unknown_stack_sp.store(0, Ordering::Release);
+        }
     }
 }
 
@@ -635,21 +711,44 @@ fn arm_thread(
     identity: Identity,
     stack: ThreadStack,
 ) {
-    let Some(o) = current_options(agent) else {
-        return;
-    };
+    arm(agent, tid, env, identity, stack, false);
+}
+
+/// Arms thread `tid` as [`arm_thread`] does; a `found` thread (one the `/proc/self/task` scan
+/// found, `threads=all`) only if it has no slot yet. A Java thread whose slot the scan made
+/// first takes it over, with its JNIEnv and stack.
+fn arm(
+    agent: &'static Agent,
+    tid: i32,
+    env: JniEnv,
+    identity: Identity,
+    stack: ThreadStack,
+    found: bool,
+) -> Option<&'static Slot> {
+    let o = current_options(agent)?;
     let Ok(mut slots) = SLOTS.lock() else {
-        return;
+        return None;
     };
     if !RECORDING.load(Ordering::Acquire) {
-        return;
+        return None;
     }
     let mut reused = None;
-    for &slot in slots
-        .iter()
-        .filter(|s| s.tid() == tid && !s.ended.load(Ordering::Acquire))
+    let live = |s: &&&'static Slot| s.tid() == tid && !s.ended.load(Ordering::Acquire);
+    // A thread the scan found keeps a slot armed for it, and a Java thread's slot is left to
+    // JVMTI's paths (ThreadStart, the threads of an attach); its own slot of an earlier
+    // recording, disarmed when that stopped, is armed again below.
+    if found
+        && slots
+            .iter()
+            .any(|s| live(&s) && (s.is_armed() || s.is_java()))
     {
+        return None;
+    }
+    for &slot in slots.iter().filter(|s| live(s)) {
         if reused.is_none() {
+            if !slot.is_java() && !env.is_null() {
+                slot.become_java(env, &stack);
+            }
             slot.set_identity(identity.clone());
             slot.reset_lost();
             reused = Some(slot);
@@ -675,7 +774,7 @@ fn arm_thread(
                     }
                     None => {
                         eprintln!("jfr-native: thread table full; thread {tid} is not sampled");
-                        return;
+                        return None;
                     }
                 },
             };
@@ -685,9 +784,13 @@ fn arm_thread(
     };
     let armed = engine::sampler_for(tid, agent.signal, o.interval_ns, slot.signal_value())
         .and_then(|sampler| slot.arm(sampler, o.interval_ns, engine::thread_cpu_ns(tid)));
-    if let Err(e) = armed {
-        eprintln!("jfr-native: arming the sampling of thread {tid} failed: {e}");
+    match armed {
+        // A thread the scan found that exited meanwhile: nothing to say.
+        Err(_) if found && !os::thread_exists(tid) => slot.ended.store(true, Ordering::SeqCst),
+        Err(e) => eprintln!("jfr-native: arming the sampling of thread {tid} failed: {e}"),
+        Ok(()) => {}
     }
+    Some(slot)
 }
 
 fn unregister_current_thread() {
@@ -729,6 +832,10 @@ extern "system" fn on_vm_init(_jvmti: JvmtiEnvPtr, env: JniEnv, thread: JObject)
             let _lifecycle = LIFECYCLE.lock();
             if let Err(e) = start(agent, Some((env, thread))) {
                 eprintln!("{e}; recording is off");
+            } else if current_options(agent).is_some_and(|o| o.threads == options::Threads::All) {
+                // The Java threads started before VMInit get no ThreadStart: armed as Java
+                // threads here, before the scan would take them for the JVM's own.
+                arm_existing_threads(agent);
             }
         }
     })

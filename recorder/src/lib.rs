@@ -39,6 +39,7 @@ pub mod hotspot;
 pub(crate) mod jvmti;
 pub mod options;
 pub mod os;
+pub mod process_threads;
 pub mod sampling;
 pub mod unwind;
 pub mod writer;

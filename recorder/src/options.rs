@@ -57,6 +57,8 @@ pub struct Options {
     pub chunk: ChunkPolicy,
     /// How `nativeStackTrace` is written (`nstack=`).
     pub nstack: NStack,
+    /// Which threads are sampled (`threads=`).
+    pub threads: Threads,
     /// A file the writer keeps current with the recording's state and counters (for the
     /// `jfrnative` CLI's status line), `%p` and `%t` expanded.
     pub status: Option<String>,
@@ -73,6 +75,18 @@ pub enum NStack {
     Pooled,
     /// The struct in every event: larger files, one event type in JMC (`nstack=inline`).
     Inline,
+}
+
+/// Which threads of the process are sampled (`threads=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Threads {
+    /// The Java threads the JVM tells JVMTI about (`threads=java`, the default), as the JDK's
+    /// own `jdk.CPUTimeSample` does.
+    Java,
+    /// Every thread of the process (`threads=all`): the Java threads, and the JVM's own (GC,
+    /// JIT compilers, the VM thread, ...) and native threads, found in `/proc/self/task`
+    /// within two scans (100 ms) of their start, with native stacks only.
+    All,
 }
 
 /// What signals a thread's samples (`engine=`).
@@ -365,6 +379,17 @@ const OPTIONS: &[Spec] = &[
         },
     },
     Spec {
+        name: "threads",
+        apply: |p, value| {
+            p.o.threads = choice(
+                value,
+                &[("java", Threads::Java), ("all", Threads::All)],
+                "java (the Java threads, the default) or all (every thread of the process: the JVM's own GC, JIT and VM threads and native threads too)",
+            )?;
+            Ok(())
+        },
+    },
+    Spec {
         name: "chunk",
         apply: |p, value| {
             p.o.chunk = parse_chunk(value)?;
@@ -426,6 +451,7 @@ fn defaults() -> Options {
         cstack: CStack::Dwarf,
         jstack: JStack::Vm,
         nstack: NStack::Pooled,
+        threads: Threads::Java,
         chunk: ChunkPolicy {
             duration_ns: 5_000_000_000,
             size_bytes: 0,
@@ -566,6 +592,8 @@ mod tests {
         assert_eq!(p("file=a,jstack=agct-vm").unwrap().jstack, JStack::AgctVm);
         assert_eq!(p("file=a").unwrap().nstack, NStack::Pooled);
         assert_eq!(p("file=a,nstack=inline").unwrap().nstack, NStack::Inline);
+        assert_eq!(p("file=a").unwrap().threads, Threads::Java);
+        assert_eq!(p("file=a,threads=all").unwrap().threads, Threads::All);
         assert_eq!(o.status.as_deref(), Some("s-42"));
         assert_eq!(o.interval_ns, 1_000_000);
         assert_eq!(o.signal, Some(40));
@@ -627,6 +655,7 @@ mod tests {
             ("file=a,jstack=jvmti", "jstack", "agct"),
             ("file=a,engine=itimer", "engine", "timer"),
             ("file=a,nstack=both", "nstack", "inline"),
+            ("file=a,threads=gc", "threads", "all (every thread"),
             ("file=a,bogus=1", "bogus", "accepted: file, interval"),
             ("file=a,verbose", "verbose", "key=value"),
             ("interval=10ms", "file", "required"),

@@ -38,6 +38,19 @@ pub fn thread_cpu_ns() -> i64 {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
+/// The process's CPU time so far (user and system, every thread, ended ones included:
+/// `getrusage(RUSAGE_SELF)`), ns.
+pub fn process_cpu_ns() -> u64 {
+    // SAFETY: getrusage writes into the zeroed struct it is given and reads nothing else.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let us = |t: libc::timeval| (t.tv_sec.max(0) as u64) * 1_000_000 + t.tv_usec.max(0) as u64;
+    (us(usage.ru_utime) + us(usage.ru_stime)) * 1_000
+}
+
 /// The CPU clock of thread `tid` of this process: CPUCLOCK_SCHED | CPUCLOCK_PERTHREAD, as glibc
 /// builds `pthread_getcpuclockid`.
 fn thread_cpu_clock(tid: i32) -> libc::clockid_t {

@@ -35,6 +35,7 @@
 pub mod driver;
 pub mod elf;
 pub mod jfr;
+pub mod merge;
 pub mod profile;
 pub mod report;
 pub mod resolve;

@@ -146,11 +146,18 @@ impl ChunkProfile {
     }
 }
 
+/// What the name of a thread that is not a Java thread ends with in reports, flame graphs and
+/// exports (`threads=all`: the JVM's GC, JIT compiler and VM threads, native threads).
+pub const NOT_JAVA_MARK: &str = " [not Java]";
+
 /// Reads the samples and libraries of `chunk`.
 pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
     let md = &chunk.metadata;
     let sample_class = md.class_by_name("jdk.CPUTimeSample");
-    let library_class = md.class_by_name("jdk.NativeLibrary");
+    // Ours, renamed in a file merged with the JDK's own recording, else the JDK's name.
+    let library_class = md
+        .class_by_name(crate::merge::OUR_LIBRARY_EVENT)
+        .or_else(|| md.class_by_name("jdk.NativeLibrary"));
     let lost_class = md.class_by_name("jdk.CPUTimeSamplesLost");
     let execution_class = md.class_by_name("jdk.ExecutionSample");
     let setting_class = md.class_by_name("jdk.ActiveSetting");
@@ -397,10 +404,21 @@ impl<'c, 'a> View<'c, 'a> {
         }
     }
 
+    /// The thread's Java name, else its OS name; a thread that is not a Java thread (the JVM's
+    /// own, a native thread: no Java name, Java thread id 0, not virtual) is marked
+    /// [`NOT_JAVA_MARK`] in every view.
     fn thread_name(&self, thread: &Value) -> Option<Arc<str>> {
-        ["javaName", "osName"]
-            .iter()
-            .find_map(|f| self.string(self.field_of(thread, "java.lang.Thread", f)?))
+        let field = |f: &str| self.field_of(thread, "java.lang.Thread", f);
+        if let Some(name) = field("javaName").and_then(|v| self.string(v)) {
+            return Some(name);
+        }
+        let os = self.string(field("osName")?)?;
+        let java_id = field("javaThreadId").and_then(Value::as_i64).unwrap_or(0);
+        let is_virtual = field("virtual").and_then(Value::as_bool).unwrap_or(false);
+        if java_id == 0 && !is_virtual {
+            return Some(format!("{os}{NOT_JAVA_MARK}").into());
+        }
+        Some(os)
     }
 
     fn thread_ids(&self, thread: &Value) -> ThreadIds {

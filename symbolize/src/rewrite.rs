@@ -432,7 +432,55 @@ fn frame_type_native(chunk: &Chunk<'_>, constants: &mut NewConstants<'_, '_>) ->
     }
 }
 
-fn append_record(out: &mut Vec<u8>, type_id: u64, payload: &[u8]) -> usize {
+/// A checkpoint record's head: its start ticks and duration, and the rest of its payload (from
+/// the type mask on) with a cursor there.
+pub(crate) struct CheckpointHead<'a> {
+    /// Start ticks.
+    pub start_ticks: i64,
+    /// Duration in ticks.
+    pub duration: u64,
+    /// The payload from the type mask on.
+    pub rest: &'a [u8],
+    /// A cursor at the start of `rest`.
+    pub cursor: crate::jfr::cursor::Cursor<'a>,
+}
+
+impl<'a> CheckpointHead<'a> {
+    /// Reads the head of checkpoint `record` of `chunk`.
+    pub fn read(chunk: &Chunk<'a>, record: &crate::jfr::Record<'a>) -> Result<Self, ReadError> {
+        let mut cursor = record.payload(chunk.offset);
+        let start_ticks = cursor.varint_i64()?;
+        let duration = cursor.varint()?;
+        let _delta = cursor.varint()?;
+        let rest = &record.bytes[record.payload_start + cursor.pos()..];
+        Ok(CheckpointHead {
+            start_ticks,
+            duration,
+            rest,
+            cursor,
+        })
+    }
+
+    /// The start of the payload of this checkpoint written at body offset `here`, with
+    /// `start_ticks` and `duration`, linked back to the checkpoint at `previous` (the chain
+    /// runs from the last checkpoint back to the first).
+    pub fn relinked(
+        &self,
+        start_ticks: i64,
+        duration: u64,
+        previous: Option<usize>,
+        here: usize,
+    ) -> Vec<u8> {
+        let mut payload = Vec::with_capacity(self.rest.len() + 24);
+        write_i64(&mut payload, start_ticks);
+        write_u64(&mut payload, duration);
+        write_i64(&mut payload, previous.map_or(0, |p| p as i64 - here as i64));
+        payload
+    }
+}
+
+/// Appends one record (size, type id, payload); returns where it starts.
+pub(crate) fn append_record(out: &mut Vec<u8>, type_id: u64, payload: &[u8]) -> usize {
     let at = out.len();
     let mut head = Vec::with_capacity(2);
     write_u64(&mut head, type_id);
@@ -443,7 +491,8 @@ fn append_record(out: &mut Vec<u8>, type_id: u64, payload: &[u8]) -> usize {
     at
 }
 
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// FNV-1a of `bytes`: metadata ids that differ exactly when the metadata does.
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         h ^= u64::from(*b);
@@ -497,21 +546,17 @@ pub fn rewrite_chunk(
         match record.type_id {
             0 => {}
             1 => {
-                let mut c = record.payload(chunk.offset);
-                let start_ticks = c.varint_i64()?;
-                let duration = c.varint()?;
-                let _delta = c.varint()?;
-                let rest = &record.bytes[record.payload_start + c.pos()..];
+                let mut head = CheckpointHead::read(chunk, &record)?;
                 let here = body.len();
-                let mut payload = Vec::with_capacity(rest.len() + 24);
-                write_i64(&mut payload, start_ticks);
-                write_u64(&mut payload, duration);
-                write_i64(
-                    &mut payload,
-                    last_checkpoint.map_or(0, |p| p as i64 - here as i64),
-                );
+                let mut payload =
+                    head.relinked(head.start_ticks, head.duration, last_checkpoint, here);
                 let unused = [native_stack_class];
-                payload.extend_from_slice(&pools::checkpoint_pools(chunk, &mut c, rest, &unused)?);
+                payload.extend_from_slice(&pools::checkpoint_pools(
+                    chunk,
+                    &mut head.cursor,
+                    head.rest,
+                    &unused,
+                )?);
                 append_record(&mut body, 1, &payload);
                 last_checkpoint = Some(here);
             }
@@ -610,20 +655,16 @@ pub fn rewrite_chunk(
     let metadata_id = fnv1a(&md.payload(0, 0)) & (i64::MAX as u64);
     let md_payload = md.payload(chunk.header.start_ticks, metadata_id);
     append_record(&mut body, 0, &md_payload);
-    let h = &chunk.header;
-    let mut header = Vec::with_capacity(HEADER_SIZE);
-    header.extend_from_slice(b"FLR\0");
-    header.extend_from_slice(&2u16.to_be_bytes());
-    header.extend_from_slice(&h.minor.to_be_bytes());
-    header.extend_from_slice(&(body.len() as u64).to_be_bytes());
-    header.extend_from_slice(&(last_checkpoint.unwrap_or(0) as u64).to_be_bytes());
-    header.extend_from_slice(&(metadata_at as u64).to_be_bytes());
-    header.extend_from_slice(&h.start_nanos.to_be_bytes());
-    header.extend_from_slice(&h.duration_nanos.to_be_bytes());
-    header.extend_from_slice(&h.start_ticks.to_be_bytes());
-    header.extend_from_slice(&h.ticks_per_second.to_be_bytes());
-    header.extend_from_slice(&[0, 0]);
-    header.extend_from_slice(&(1u16 | if last { 2 } else { 0 }).to_be_bytes());
+    let header = crate::jfr::Header {
+        major: 2,
+        size: body.len() as u64,
+        checkpoint_offset: last_checkpoint.unwrap_or(0) as u64,
+        metadata_offset: metadata_at as u64,
+        state: 0,
+        flags: 1 | if last { 2 } else { 0 },
+        ..chunk.header
+    }
+    .encode();
     body[..HEADER_SIZE].copy_from_slice(&header);
     out.truncate(start);
     out.extend_from_slice(&body);

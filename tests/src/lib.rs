@@ -13,6 +13,7 @@ pub mod go_pprof;
 pub mod golden;
 pub mod jdk;
 pub mod natives;
+pub mod one_recording;
 pub mod otlp;
 pub mod otlp_endpoint;
 pub mod readers;

@@ -33,6 +33,39 @@ pub fn run(cmd: &mut Command) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// The collapsed stacks (`frame;...;leaf COUNT`) async-profiler's converter makes of `file`
+/// with `--cpu-time` and the extra `options`; panics unless it exits 0.
+pub fn ap_collapsed(jar: &str, jdk: &Jdk, file: &Path, options: &[&str]) -> Vec<(String, u64)> {
+    let out_file = file.with_extension(format!("ap{}.txt", options.join("")));
+    let out = Command::new(jdk.tool("java"))
+        .arg("-jar")
+        .arg(jar)
+        .arg("--cpu-time")
+        .args(options)
+        .args(["-o", "collapsed"])
+        .arg(file)
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "converter on {}: {}{}",
+        file.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&out_file).unwrap();
+    text.lines()
+        .map(|l| {
+            let (stack, n) = l.rsplit_once(' ').unwrap_or_else(|| panic!("{l}"));
+            (
+                stack.to_string(),
+                n.parse().unwrap_or_else(|_| panic!("{l}")),
+            )
+        })
+        .collect()
+}
+
 // ---------------------------------------------------------------- jfr print --json
 
 /// The `jdk.CPUTimeSample` events of `path` as `jfr print --json` of `jdk` shows them, with
@@ -67,7 +100,11 @@ pub fn lost_cpu_ticks_by_thread(jdk: &Jdk, path: &Path) -> Result<BTreeMap<Strin
     let mut lost = BTreeMap::new();
     for e in json["recording"]["events"].as_array().into_iter().flatten() {
         let v = &e["values"];
-        let thread = v["eventThread"]["javaName"].as_str().unwrap_or("null");
+        // A thread that is not a Java thread (`threads=all`) by its OS name.
+        let thread = v["eventThread"]["javaName"]
+            .as_str()
+            .or(v["eventThread"]["osName"].as_str())
+            .unwrap_or("null");
         let ticks = match v["lostCpuTime"].as_str() {
             Some(d) => iso_duration_ticks(d)?,
             None => return Err("a lost-samples event without lostCpuTime".into()),
@@ -120,7 +157,7 @@ fn json_u64(v: &Value) -> Result<u64, String> {
 }
 
 /// `PT0.01S`-style ISO-8601 durations, as `jfr print --json` writes timespans, in ticks.
-fn iso_duration_ticks(s: &str) -> Result<u64, String> {
+pub fn iso_duration_ticks(s: &str) -> Result<u64, String> {
     let body = s
         .strip_prefix("PT")
         .ok_or_else(|| format!("not a duration: {s}"))?;
@@ -244,20 +281,32 @@ fn oracle_classes(jdk: &Jdk) -> Result<PathBuf, String> {
 /// The start time (ns since the epoch) of every `event_type` event of `path`, as
 /// `RecordingFile` on `jdk` reads it (the `JfrCount` oracle's `--times`).
 pub fn event_times(jdk: &Jdk, path: &Path, event_type: &str) -> Result<Vec<i64>, String> {
+    Ok(all_event_times(jdk, path)?
+        .remove(event_type)
+        .unwrap_or_default())
+}
+
+/// Every event's start time (ns since the epoch) by type, in file order, as `RecordingFile`
+/// on `jdk` reads them (the `JfrCount` oracle's `TIME` lines).
+pub fn all_event_times(jdk: &Jdk, path: &Path) -> Result<BTreeMap<String, Vec<i64>>, String> {
     let classes = oracle_classes(jdk)?;
     let text = run(Command::new(jdk.tool("java"))
         .arg("-cp")
         .arg(classes)
         .args(["JfrCount", "--no-pcs", "--times"])
         .arg(path))?;
-    Ok(text
-        .lines()
-        .filter_map(|l| {
-            let mut w = l.split(' ');
-            (w.next() == Some("TIME") && w.next() == Some(event_type)).then_some(())?;
-            w.next()?.parse().ok()
-        })
-        .collect())
+    let mut times: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for line in text.lines() {
+        let mut w = line.split(' ');
+        if w.next() != Some("TIME") {
+            continue;
+        }
+        let (Some(ty), Some(Ok(t))) = (w.next(), w.next().map(str::parse::<i64>)) else {
+            return Err(format!("a TIME line without a type and time: {line}"));
+        };
+        times.entry(ty.to_string()).or_default().push(t);
+    }
+    Ok(times)
 }
 
 /// The events of `path` by type, as `RecordingFile` on `jdk` counts them (the `JfrCount`

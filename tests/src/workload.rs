@@ -115,6 +115,20 @@ pub fn workload_dir() -> PathBuf {
     })
 }
 
+/// A directory with `libwholeproc.so` (pthreads of its own, zlib) and `WholeProcess.class`: the
+/// whole-process tests' program (`testdata/wholeproc`).
+pub fn wholeproc_dir() -> PathBuf {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    build_once(&BUILT, "wholeproc", |jdk, src, dir| {
+        run(jni_gcc(jdk, &["-O2", "-fno-omit-frame-pointer"])
+            .arg(src.join("wholeproc.c"))
+            .arg("-o")
+            .arg(dir.join("libwholeproc.so"))
+            .args(["-lz", "-lpthread"]))?;
+        javac(jdk, &src.join("WholeProcess.java"), dir)
+    })
+}
+
 /// `gcc FLAGS -shared -fPIC` with `jdk`'s JNI headers; add sources, `-o` and libraries.
 pub fn jni_gcc(jdk: &Jdk, flags: &[&str]) -> Command {
     let include = jdk.home.join("include");

@@ -1,5 +1,6 @@
 //! The short form of `tools/scripts/stress.sh`: the stress program (`testdata/stress`) run
-//! twice per JDK with the agent at 1 ms: short-lived threads, dlopen/dlclose churn, a GC storm
+//! twice per JDK with the agent at 1 ms (the second run with `threads=all`: the JVM's own GC,
+//! JIT and VM threads sampled too, through the GC storm): short-lived threads, dlopen/dlclose churn, a GC storm
 //! in 64 MB, deoptimization storms, virtual threads (JDK 21+), StackOverflowErrors in Java and
 //! through JNI, and 10000 junk signals of the agent's signal from another process. Every run must
 //! exit 0 with `STRESS OK`, leave no `hs_err` file, and leave a recording `jfr summary` reads with
@@ -26,7 +27,11 @@ fn stress_run(jdk: &Jdk, run: usize) -> Result<String, String> {
     let dir = run_dir("stress", &name);
     let jfr = dir.join("out.jfr");
     let signal = agent_signal();
-    let options = format!("file={},interval=1ms,signal={signal}", jfr.display());
+    let threads = if run % 2 == 1 { "all" } else { "java" };
+    let options = format!(
+        "file={},interval=1ms,signal={signal},threads={threads}",
+        jfr.display()
+    );
     let mut cmd = java(jdk, Some(&options), &dir);
     cmd.arg("-Xmx64m")
         .arg("Stress")
@@ -40,7 +45,11 @@ fn stress_run(jdk: &Jdk, run: usize) -> Result<String, String> {
         .arg(format!("signals={SIGNALS}"));
     let limit = Duration::from_secs(4 * SECONDS + 60);
     let out = run_guarded(&mut cmd, &dir, limit, |_| {})?;
-    let what = format!("{} run {run} ({})", jdk.name(), dir.display());
+    let what = format!(
+        "{} run {run}, threads={threads} ({})",
+        jdk.name(),
+        dir.display()
+    );
     if out.status.is_none() || out.code() != Some(0) || out.crashed() {
         return Err(format!("{what}: {}", out.describe()));
     }

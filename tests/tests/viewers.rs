@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 use tests::golden::all_cases;
 use tests::jdk::{find, javac_for, third_party_reader, Jdk};
-use tests::readers::{cpu_sample_events, run};
+use tests::readers::{ap_collapsed, cpu_sample_events, run};
 use tests::workload::{agent_library, jfr_symbolize, repo, tool_binary};
 
 /// A JDK with `javac` for the demo: 25 if installed, else 17.
@@ -242,39 +242,6 @@ fn jmc_reads_raw_files_whose_native_stacks_have_segments() {
         );
         assert_eq!((jmc.chunks, jmc.skipped), (1, 0), "{name}");
     }
-}
-
-/// The collapsed stacks (`frame;...;leaf COUNT`) async-profiler's converter makes of `file`
-/// with `--cpu-time` and the extra `options`; panics unless it exits 0.
-fn ap_collapsed(jar: &str, jdk: &Jdk, file: &Path, options: &[&str]) -> Vec<(String, u64)> {
-    let out_file = file.with_extension(format!("ap{}.txt", options.join("")));
-    let out = Command::new(jdk.tool("java"))
-        .arg("-jar")
-        .arg(jar)
-        .arg("--cpu-time")
-        .args(options)
-        .args(["-o", "collapsed"])
-        .arg(file)
-        .arg(&out_file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "converter on {}: {}{}",
-        file.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = std::fs::read_to_string(&out_file).unwrap();
-    text.lines()
-        .map(|l| {
-            let (stack, n) = l.rsplit_once(' ').unwrap_or_else(|| panic!("{l}"));
-            (
-                stack.to_string(),
-                n.parse().unwrap_or_else(|_| panic!("{l}")),
-            )
-        })
-        .collect()
 }
 
 /// What the converter made of a file: samples in the file, samples converted, samples with

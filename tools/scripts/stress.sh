@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stress harness: runs the stress program (testdata/stress/Stress.java) RUNS times with the agent
-# at 1 ms, alternating JDK 17 and JDK 25, and shows that the agent never crashes or hangs the JVM.
+# at 1 ms, alternating JDK 17 and JDK 25 (and threads=java and threads=all), and shows that the agent never crashes or hangs the JVM.
 #
 #   tools/scripts/stress.sh [RUNS=100] [SECONDS=8]
 #
@@ -109,6 +109,9 @@ run_one() {
     dir=$out/run-$(printf %03d "$i")-jdk$m
     mkdir -p "$dir"
     local sender=()
+    # Every other run samples the whole process (threads=all: GC, JIT and VM threads too).
+    local sampled=java
+    if ((i % 2 == 1)); then sampled=all; fi
     if [[ $signals -gt 0 ]]; then
         sender=("sender=$build/sigsender" "signal=$signal" "signals=$signals")
     fi
@@ -118,7 +121,7 @@ run_one() {
         # shellcheck disable=SC2086 # STRESS_JVM_ARGS is split on purpose.
         exec "$jdk/bin/java" -Xmx64m -XX:-CreateCoredumpOnCrash ${STRESS_JVM_ARGS:-} \
             "-XX:ErrorFile=$dir/hs_err_pid%p.log" \
-            "-agentpath:$AGENT=file=$dir/out.jfr,interval=1ms,signal=$signal" \
+            "-agentpath:$AGENT=file=$dir/out.jfr,interval=1ms,signal=$signal,threads=$sampled" \
             "-Djava.library.path=$build" -cp "$build" \
             Stress "seconds=$duration" "threads=$threads" "${sender[@]}" \
             >"$dir/stdout" 2>"$dir/stderr" </dev/null

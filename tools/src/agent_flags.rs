@@ -31,6 +31,11 @@ pub struct AgentFlags {
     /// every event: one event type in JDK Mission Control) [agent default: pooled].
     #[arg(long, value_name = "pooled|inline")]
     pub nstack: Option<String>,
+    /// Which threads are sampled: java (the Java threads) or all (every thread of the process:
+    /// the JVM's own GC, JIT compiler and VM threads, and native threads that libraries start)
+    /// [agent default: java].
+    #[arg(long, value_name = "java|all")]
+    pub threads: Option<String>,
     /// Most Java frames per sample, 1 to 4096 [agent default: 2048].
     #[arg(long, value_name = "N")]
     pub depth: Option<String>,
@@ -73,6 +78,7 @@ impl AgentFlags {
             ("cstack", &self.cstack),
             ("jstack", &self.jstack),
             ("nstack", &self.nstack),
+            ("threads", &self.threads),
             ("depth", &self.depth),
             ("native_depth", &self.native_depth),
             ("chunk", &self.chunk),

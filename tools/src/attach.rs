@@ -248,13 +248,9 @@ fn said(words: &str) -> String {
     }
 }
 
-/// Loads `library` (an absolute path) with `options` into the JVM `pid`.
-pub fn load_agent(
-    pid: u32,
-    library: &Path,
-    options: &str,
-    timeout: Duration,
-) -> Result<LoadReply, AttachError> {
+/// Sends one attach request (`parts` after the protocol version) to the JVM `pid`; returns
+/// its whole reply.
+fn request(pid: u32, parts: &[&str], timeout: Duration) -> Result<String, AttachError> {
     check_target(pid)?;
     let socket = wake_listener(pid, timeout)?;
     let mut stream = UnixStream::connect(&socket).map_err(|e| {
@@ -264,18 +260,33 @@ pub fn load_agent(
         ))
     })?;
     let _ = stream.set_read_timeout(Some(timeout.max(Duration::from_secs(60))));
-    let mut request = Vec::new();
-    for part in ["1", "load", &library.to_string_lossy(), "true", options] {
-        request.extend_from_slice(part.as_bytes());
-        request.push(0);
+    let mut message = Vec::new();
+    for part in std::iter::once("1").chain(parts.iter().copied()) {
+        message.extend_from_slice(part.as_bytes());
+        message.push(0);
     }
     stream
-        .write_all(&request)
-        .map_err(|e| AttachError(format!("sending the load request to the JVM: {e}")))?;
+        .write_all(&message)
+        .map_err(|e| AttachError(format!("sending the {} request to the JVM: {e}", parts[0])))?;
     let mut reply = String::new();
     stream
         .read_to_string(&mut reply)
         .map_err(|e| AttachError(format!("reading the JVM's reply: {e}")))?;
+    Ok(reply)
+}
+
+/// Loads `library` (an absolute path) with `options` into the JVM `pid`.
+pub fn load_agent(
+    pid: u32,
+    library: &Path,
+    options: &str,
+    timeout: Duration,
+) -> Result<LoadReply, AttachError> {
+    let reply = request(
+        pid,
+        &["load", &library.to_string_lossy(), "true", options],
+        timeout,
+    )?;
     parse_load_reply(&reply).map_err(|e| {
         let uid = crate::stage::process_ids(pid).map_or(u32::MAX, |(uid, _)| uid);
         AttachError(format!(
@@ -284,6 +295,20 @@ pub fn load_agent(
             diagnose(pid, uid, library)
         ))
     })
+}
+
+/// Runs the diagnostic command `command` (as `jcmd PID COMMAND` would) in the JVM `pid`;
+/// returns its output, or the JVM's refusal as an error.
+pub fn jcmd(pid: u32, command: &str, timeout: Duration) -> Result<String, AttachError> {
+    let reply = request(pid, &["jcmd", command, "", ""], timeout)?;
+    let (status, output) = reply.split_once('\n').unwrap_or((reply.as_str(), ""));
+    match status.trim() {
+        "0" => Ok(output.to_string()),
+        code => Err(AttachError(format!(
+            "JVM {pid} refused `{command}` (status {code}){}",
+            said(output.trim())
+        ))),
+    }
 }
 
 #[cfg(test)]

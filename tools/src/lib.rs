@@ -8,6 +8,7 @@ pub mod duration;
 pub mod flamegraph;
 pub mod flamegraph_html;
 pub mod jdk;
+pub mod one_recording;
 pub mod report;
 pub mod session;
 pub mod stage;

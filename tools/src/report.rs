@@ -107,6 +107,8 @@ pub struct Summary {
     pub samples: u64,
     /// Library problems and damage, one line each.
     pub warnings: Vec<String>,
+    /// What a merge with the JDK's recording did, one line each.
+    pub notes: Vec<String>,
 }
 
 fn create(path: &Path) -> io::Result<io::BufWriter<std::fs::File>> {
@@ -117,9 +119,31 @@ fn create(path: &Path) -> io::Result<io::BufWriter<std::fs::File>> {
 
 /// Symbolizes `outputs.recording` (its libraries looked for under `sysroots` first: see
 /// [`Options::sysroots`]) and writes the other three files; `top` rows per table in the short
-/// report.
-pub fn write(outputs: &Outputs, top: usize, sysroots: &[PathBuf]) -> io::Result<Summary> {
+/// report. With `jdk_recording` (the JDK's own recording of the same JVM, beside a directory
+/// recording: its file, or the complete chunks of its repository), the symbolized JFR is made from the merge of both ([`crate::one_recording`]).
+pub fn write(
+    outputs: &Outputs,
+    top: usize,
+    sysroots: &[PathBuf],
+    jdk_recording: &[PathBuf],
+) -> io::Result<Summary> {
     let files = symbolize::driver::input_files(std::slice::from_ref(&outputs.recording))?;
+    let mut notes = Vec::new();
+    let merged = match jdk_recording {
+        [] => None,
+        jdk => {
+            let mut all = jdk.to_vec();
+            all.extend(files.iter().cloned());
+            let (bytes, summary) =
+                crate::one_recording::merge_files(&all, symbolize::merge::JdkSamples::Drop)?;
+            notes = crate::one_recording::describe(&summary);
+            Some(bytes)
+        }
+    };
+    let files = match merged {
+        Some(_) => vec![outputs.recording.clone()],
+        None => files,
+    };
     // Debug files from debuginfod when DEBUGINFOD_URLS names servers, as jfr-symbolize does.
     let options = Options {
         debuginfod: symbolize::Debuginfod::from_env(),
@@ -133,9 +157,15 @@ pub fn write(outputs: &Outputs, top: usize, sysroots: &[PathBuf]) -> io::Result<
     let mut pass = symbolize::driver::Pass::new(&mut symbolizer, &filter, &tool);
     let mut damaged = Vec::new();
     for (i, file) in files.iter().enumerate() {
-        let bytes = std::fs::read(file).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot read {}: {e}", file.display()))
-        })?;
+        // The merge is read in place; a file is read from disk.
+        let bytes: std::borrow::Cow<'_, [u8]> = match &merged {
+            Some(bytes) => bytes.as_slice().into(),
+            None => std::fs::read(file)
+                .map_err(|e| {
+                    io::Error::new(e.kind(), format!("cannot read {}: {e}", file.display()))
+                })?
+                .into(),
+        };
         let last = i + 1 == files.len();
         let read = pass.add_file(&bytes, Some(&mut jfr), last, &mut |_, _| {})?;
         if let Some(e) = read.error {
@@ -169,6 +199,7 @@ pub fn write(outputs: &Outputs, top: usize, sysroots: &[PathBuf]) -> io::Result<
         .collect();
     warnings.extend(damaged);
     Ok(Summary {
+        notes,
         text: String::from_utf8_lossy(&short).into_owned(),
         samples: agg.total.samples,
         warnings,

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::one_recording;
 use crate::report::{self, Outputs};
 use crate::status::{self, Status};
 
@@ -55,6 +56,41 @@ pub struct Session {
     pub settings: Vec<(&'static str, String)>,
     /// Roots the recording's libraries are looked for under first (a container's root).
     pub sysroots: Vec<PathBuf>,
+    /// The JDK's own Flight Recorder beside the agent (`--jdk-events`).
+    pub jdk_events: Option<JdkEvents>,
+}
+
+/// The JDK's recording that `--jdk-events` starts beside ours.
+#[derive(Debug, Clone)]
+pub struct JdkEvents {
+    /// `default`, `profile` or a `.jfc` path.
+    pub settings: String,
+    /// Where the JDK writes it ([`one_recording::jdk_directory`]).
+    pub directory: PathBuf,
+    /// The JVM's pid, when known (several JVMs write into one directory).
+    pub pid: Option<u32>,
+}
+
+impl JdkEvents {
+    /// The JVM options that start the JDK's recording (the directory is created).
+    pub fn jvm_options(&self) -> Result<Vec<String>, String> {
+        let repository = self.directory.join("repository");
+        std::fs::create_dir_all(&repository)
+            .map_err(|e| format!("cannot create {}: {e}", repository.display()))?;
+        let options = vec![
+            format!(
+                "-XX:FlightRecorderOptions:repository={}",
+                repository.display()
+            ),
+            one_recording::start_option(&self.settings, &self.directory),
+        ];
+        if let Some(o) = options.iter().find(|o| o.chars().any(char::is_whitespace)) {
+            return Err(format!(
+                "--jdk-events: the path has a space, which JAVA_TOOL_OPTIONS cannot carry: {o}"
+            ));
+        }
+        Ok(options)
+    }
 }
 
 impl Session {
@@ -104,6 +140,7 @@ impl Session {
             status_file,
             settings,
             sysroots: Vec::new(),
+            jdk_events: None,
         })
     }
 
@@ -165,9 +202,23 @@ impl Session {
                  written before"
             );
         }
-        let summary =
-            report::write(&self.outputs, top, &self.sysroots).map_err(|e| e.to_string())?;
+        let mut notes = Vec::new();
+        let mut jdk_for_report = Vec::new();
+        if let Some(jdk) = &self.jdk_events {
+            match self.merge_jdk_recording(jdk) {
+                Ok((lines, kept)) => {
+                    notes = lines;
+                    jdk_for_report = kept;
+                }
+                Err(e) => eprintln!("jfrnative: {e}"),
+            }
+        }
+        let summary = report::write(&self.outputs, top, &self.sysroots, &jdk_for_report)
+            .map_err(|e| e.to_string())?;
         println!("{}", summary.text.trim_end());
+        for line in notes.iter().chain(&summary.notes) {
+            println!("jfrnative: {line}");
+        }
         for w in &summary.warnings {
             eprintln!("jfrnative: {w}");
         }
@@ -197,6 +248,40 @@ impl Session {
             println!("  {}\n      {what}", path.display());
         }
         Ok(())
+    }
+}
+
+impl Session {
+    /// Merges the JDK's recording of this JVM into ours (a file recording), or, for a directory
+    /// recording, returns it for the symbolized JFR only (the directory's chunk files, sent
+    /// and mirrored as they finished, stay ours). Returns what the merge said.
+    fn merge_jdk_recording(&self, jdk: &JdkEvents) -> Result<(Vec<String>, Vec<PathBuf>), String> {
+        let files = one_recording::jdk_files_of(&jdk.directory, jdk.pid);
+        if files.is_empty() {
+            return Err(format!(
+                "--jdk-events: the JDK wrote no recording into {} (did the JVM start it? its \
+                 messages above say); {} holds jfr-native's samples alone",
+                jdk.directory.display(),
+                self.outputs.recording.display()
+            ));
+        }
+        if self.outputs.directory {
+            return Ok((Vec::new(), files));
+        }
+        let mut all = files.clone();
+        all.push(self.outputs.recording.clone());
+        let (bytes, summary) = one_recording::merge_files(&all, symbolize::merge::JdkSamples::Drop)
+            .map_err(|e| {
+                format!(
+                    "--jdk-events: the JDK's recording could not be merged ({e}); {} holds \
+                     jfr-native's samples alone",
+                    self.outputs.recording.display()
+                )
+            })?;
+        one_recording::replace(&self.outputs.recording, &bytes)
+            .map_err(|e| format!("--jdk-events: {e}"))?;
+        one_recording::remove_jdk_files(&jdk.directory, &files);
+        Ok((one_recording::describe(&summary), Vec::new()))
     }
 }
 

@@ -47,10 +47,14 @@ pub const NOT_ON_THREAD_STACK: i32 = -101;
 /// [`crate::hotspot::sample::AGREEMENT_PERIOD`]).
 pub const NOT_CALLED: i32 = -102;
 
+/// The code of a sample of a thread that is not a Java thread (the JVM's own, or a native
+/// thread: `threads=all`): it has no Java stack, and none was looked for.
+pub const NOT_JAVA_THREAD: i32 = -103;
+
 /// Whether `code` says AsyncGetCallTrace gave no frames when it was asked (an error it
 /// returned, or [`NOT_AVAILABLE`]); not the codes of samples it was not asked for.
 pub fn failed(code: i32) -> bool {
-    code < 0 && code != NOT_ON_THREAD_STACK && code != NOT_CALLED
+    code < 0 && code != NOT_ON_THREAD_STACK && code != NOT_CALLED && code != NOT_JAVA_THREAD
 }
 
 /// Walks the Java stack of the interrupted thread into `frames`; returns the frame count, or

@@ -131,6 +131,10 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
     // SAFETY: `uc` is the kernel's ucontext for this handler.
     let regs = unsafe { ucontext::regs(uc) };
     let bounds = slot.stack.bounds_from(regs.sp);
+    if bounds.is_none() && !slot.is_java() {
+        // A thread found in /proc/self/task, whose stack the writer looks up from this.
+        slot.unknown_stack_sp.store(regs.sp, Ordering::Relaxed);
+    }
     // One code map for both walks.
     let (native, java) = codemap::with_current(|map| {
         // 4. Native walk.
@@ -180,6 +184,16 @@ fn java_walk(
     uc: *mut c_void,
     scratch: &mut Scratch,
 ) -> JavaStack {
+    if !slot.is_java() {
+        return JavaStack {
+            agct_code: crate::hotspot::agct::NOT_JAVA_THREAD,
+            count: 0,
+            from_vm: false,
+            cut: false,
+            vthread_id: 0,
+            compared: None,
+        };
+    }
     // Our signal came with another one whose handler had not started: the sample is of the
     // code that signal interrupted, Java stack included.
     let uc = match native.context {

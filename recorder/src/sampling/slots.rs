@@ -91,6 +91,9 @@ pub struct Slot {
     pub dropped: Lost,
     /// Samples skipped: too little stack left for the handler.
     pub skipped: Lost,
+    /// The CPU time a thread that `threads=all` found after the recording started had used
+    /// before its sampling was armed (at most two scans: see [`crate::process_threads`]).
+    pub unseen: Lost,
     /// The thread has ended (its timer is deleted).
     pub ended: AtomicBool,
     /// The thread's timer or counter, while armed.
@@ -104,6 +107,9 @@ pub struct Slot {
     pub last_cpu_ns: AtomicU64,
     /// Handlers running on a signal of this slot's counter (see [`Slot::enter_handler`]).
     handlers: AtomicU32,
+    /// The stack pointer of a sample taken while the stack bounds were unknown (a thread the
+    /// agent found in `/proc/self/task`), for the writer to look its stack up (0: none).
+    pub unknown_stack_sp: AtomicU64,
 }
 
 /// Slots per page of the table, and pages: room for a million threads over a process's life.
@@ -149,12 +155,14 @@ impl Slot {
             stack,
             dropped: Lost::default(),
             skipped: Lost::default(),
+            unseen: Lost::default(),
             ended: AtomicBool::new(false),
             sampler: Mutex::new(None),
             timer_id: AtomicI32::new(-1),
             perf_fd: AtomicI32::new(-1),
             last_cpu_ns: AtomicU64::new(0),
             handlers: AtomicU32::new(0),
+            unknown_stack_sp: AtomicU64::new(0),
         }));
         page.get(index as usize % PAGE_SLOTS)?
             .store((slot as *const Slot).cast_mut(), Ordering::Release);
@@ -173,10 +181,24 @@ impl Slot {
         self.tid.load(Ordering::Acquire)
     }
 
-    /// The owning thread's JNIEnv.
+    /// The owning thread's JNIEnv (null: not a Java thread, see [`Slot::is_java`]).
     #[inline]
     pub fn env(&self) -> JniEnv {
         self.env.load(Ordering::Acquire)
+    }
+
+    /// Whether the slot's thread is a Java thread (it has a JNIEnv), not one of the JVM's own
+    /// threads or a native thread (`threads=all`).
+    #[inline]
+    pub fn is_java(&self) -> bool {
+        !self.env().is_null()
+    }
+
+    /// Makes the slot a Java thread's (a thread found in `/proc/self/task` before its
+    /// ThreadStart), with its JNIEnv and stack.
+    pub fn become_java(&self, env: JniEnv, stack: &ThreadStack) {
+        self.stack.set(stack);
+        self.env.store(env, Ordering::Release);
     }
 
     /// The kernel id of the slot's armed timer, -1 if none.
@@ -189,6 +211,11 @@ impl Slot {
     #[inline]
     pub fn perf_fd(&self) -> i32 {
         self.perf_fd.load(Ordering::SeqCst)
+    }
+
+    /// Whether a timer or counter of the slot is armed (a recording samples its thread).
+    pub fn is_armed(&self) -> bool {
+        self.timer_id() >= 0 || self.perf_fd() >= 0
     }
 
     /// The value the slot's timer carries in `si_value`: its index plus one (0 is never a slot).
@@ -225,6 +252,7 @@ impl Slot {
         self.stack.set(stack);
         self.env.store(env, Ordering::Release);
         self.tid.store(tid, Ordering::Release);
+        self.unknown_stack_sp.store(0, Ordering::Release);
         self.reset_lost();
         self.ended.store(false, Ordering::Release);
     }
@@ -233,6 +261,7 @@ impl Slot {
     pub fn reset_lost(&self) {
         self.dropped.reset();
         self.skipped.reset();
+        self.unseen.reset();
     }
 
     /// Makes `sampler` the slot's source of signals (deleting any earlier one) and starts it.

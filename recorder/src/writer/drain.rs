@@ -76,11 +76,17 @@ fn ticks_at(origin_us: i64, mono_ns: i64) -> i64 {
 struct ThreadState {
     thread: ThreadId,
     /// (CPU ns, samples) already reported lost, by reason ([`LOST_REASONS`]).
-    reported_lost: [(u64, u64); 2],
+    reported_lost: [(u64, u64); 3],
+    /// Whether it was a Java thread when named.
+    java: bool,
 }
 
 /// Why samples were lost, with the `reason` text of `jdk.CPUTimeSamplesLost`.
-const LOST_REASONS: [&str; 2] = ["sample buffer full", "too little stack left"];
+const LOST_REASONS: [&str; 3] = [
+    "sample buffer full",
+    "too little stack left",
+    "before the agent found the thread",
+];
 
 /// Totals for the summary printed at the end.
 #[derive(Debug, Default, Clone, Copy)]
@@ -125,6 +131,12 @@ pub struct Summary {
     pub retained: Retained,
     /// Build ids cached for `jdk.NativeLibrary` events at the end.
     pub build_ids: usize,
+    /// Samples of threads that are not Java threads (`threads=all`), and their CPU time, ns.
+    pub non_java: (u64, u64),
+    /// With `threads=all`: the process's CPU time (user and system, `getrusage`) from the
+    /// recording's start to its end, ns: what the samples and lost samples should add up to,
+    /// with the writer thread's own CPU time (not sampled), ns.
+    pub process_cpu_ns: Option<(u64, u64)>,
 }
 
 /// What `jdk.OSInformation` and `jdk.CPUInformation` say, read once per recording.
@@ -176,12 +188,16 @@ pub struct Drain {
     /// Per slot with a perf counter: (descriptor, counted ns, thread CPU ns) at the last check.
     counters: HashMap<u32, (i32, u64, u64)>,
     counters_checked_ns: i64,
+    /// The process's CPU time at the start (`threads=all`), ns.
+    process_cpu_start_ns: Option<u64>,
 }
 
 impl Drain {
     /// Opens the output and writes the first chunk's context. `start` is the recording's
     /// start ([`clock`]); the file's ticks count from there.
     pub fn new(jvmti: Jvmti, options: Options, start: Clock) -> io::Result<Drain> {
+        let process_cpu_start_ns =
+            (options.threads == crate::options::Threads::All).then(os::process_cpu_ns);
         let output = Output::open(&options)?;
         let origin_us = start.origin_ticks;
         let clock = Clock {
@@ -219,6 +235,7 @@ impl Drain {
             status_written_ns: 0,
             counters: HashMap::new(),
             counters_checked_ns: os::monotonic_ns(),
+            process_cpu_start_ns,
         };
         d.start_chunk(true);
         d.write_status(State::Recording, "");
@@ -307,15 +324,25 @@ impl Drain {
     }
 
     fn thread_id(&mut self, slot: &'static Slot) -> ThreadId {
-        if let Some(t) = self.threads.get(&slot.index()) {
-            return t.thread;
+        match self.threads.get(&slot.index()) {
+            // Named anew once a thread the `threads=all` scan found first announces itself as
+            // a Java thread.
+            Some(t) if t.java == slot.is_java() => return t.thread,
+            _ => {}
         }
+        let reported_lost = self
+            .threads
+            .get(&slot.index())
+            .map_or([(0, 0); 3], |t| t.reported_lost);
         let identity = slot.identity();
         let name: Box<str> = identity.name.as_str().into();
+        // A thread that is not a Java thread is written as the JDK writes its VM thread: an OS
+        // name and id, no Java name, Java thread id 0.
+        let java_name = slot.is_java().then(|| name.clone());
         let thread = self.rec.thread(Thread {
-            os_name: Some(name.clone()),
+            os_name: Some(name),
             os_thread_id: i64::from(slot.tid()),
-            java_name: Some(name),
+            java_name,
             java_thread_id: identity.java_id,
             group: None,
             is_virtual: false,
@@ -324,7 +351,8 @@ impl Drain {
             slot.index(),
             ThreadState {
                 thread,
-                reported_lost: [(0, 0); 2],
+                reported_lost,
+                java: slot.is_java(),
             },
         );
         thread
@@ -376,8 +404,8 @@ impl Drain {
             self.record = record;
         }
         for slot in slots {
-            let lost = [slot.dropped.get(), slot.skipped.get()];
-            if lost == [(0, 0); 2] && !self.threads.contains_key(&slot.index()) {
+            let lost = [slot.dropped.get(), slot.skipped.get(), slot.unseen.get()];
+            if lost == [(0, 0); 3] && !self.threads.contains_key(&slot.index()) {
                 continue;
             }
             let thread = self.thread_id(slot);
@@ -459,7 +487,8 @@ impl Drain {
         }
         self.segments.finish(self.java.len());
         let from_vm = flags & FLAG_VM_WALK != 0;
-        let failed = agct_code < 0 && !from_vm;
+        let not_java = agct_code == agct::NOT_JAVA_THREAD;
+        let failed = agct_code < 0 && !from_vm && !not_java;
         let cut = flags & FLAG_JAVA_CUT != 0;
         let truncated = cut || (!at_continuation_entry && self.java.len() >= self.options.depth);
         let stack_trace = (!failed).then(|| self.rec.stack_trace(&self.java, truncated));
@@ -508,6 +537,10 @@ impl Drain {
         self.summary.samples += 1;
         self.summary.cpu_ns += period_ns;
         self.summary.failed += u64::from(failed);
+        if not_java {
+            self.summary.non_java.0 += 1;
+            self.summary.non_java.1 += period_ns;
+        }
     }
 
     /// Once a second: starts again the perf counters that stopped without their signal (the
@@ -593,6 +626,12 @@ impl Drain {
             engine: crate::sampling::engine::current().describe(),
             retained: codemap::retained(),
             build_ids: self.libraries.build_ids(),
+            process_cpu_ns: self.process_cpu_start_ns.map(|start| {
+                (
+                    os::process_cpu_ns().saturating_sub(start),
+                    os::thread_cpu_ns().max(0) as u64,
+                )
+            }),
             ..self.summary
         };
         let status_path = self.options.status.clone();
@@ -724,6 +763,23 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
     .collect();
     if !skipped.is_empty() {
         text.push_str(&format!("\n  {}", skipped.join("; ")));
+    }
+    if let Some((process_ns, writer_ns)) = s.process_cpu_ns {
+        let recorded = s.cpu_ns + s.lost_ns;
+        let others = process_ns.saturating_sub(writer_ns).max(1);
+        text.push_str(&format!(
+            "\n  threads=all: {} samples ({:.2} CPU-s) of threads that are not Java threads; \
+             the process used {:.2} CPU-s during the recording (getrusage), {:.2} of them in \
+             threads other than the agent's writer ({:.2}, not sampled); the samples and lost \
+             samples stand for {:.2} CPU-s ({:.1} % of those)",
+            s.non_java.0,
+            s.non_java.1 as f64 / 1e9,
+            process_ns as f64 / 1e9,
+            others as f64 / 1e9,
+            writer_ns as f64 / 1e9,
+            recorded as f64 / 1e9,
+            recorded as f64 * 100.0 / others as f64
+        ));
     }
     if let Some((kept, bytes, removed)) = s.files {
         text.push_str(&format!(

@@ -40,6 +40,25 @@ pub struct Header {
     pub flags: u16,
 }
 
+impl Header {
+    /// The 68 header bytes of a finished chunk (byte 64, the state, is 0).
+    pub fn encode(&self) -> [u8; HEADER_SIZE] {
+        let mut out = [0u8; HEADER_SIZE];
+        out[..4].copy_from_slice(MAGIC);
+        out[4..6].copy_from_slice(&self.major.to_be_bytes());
+        out[6..8].copy_from_slice(&self.minor.to_be_bytes());
+        out[8..16].copy_from_slice(&self.size.to_be_bytes());
+        out[16..24].copy_from_slice(&self.checkpoint_offset.to_be_bytes());
+        out[24..32].copy_from_slice(&self.metadata_offset.to_be_bytes());
+        out[32..40].copy_from_slice(&self.start_nanos.to_be_bytes());
+        out[40..48].copy_from_slice(&self.duration_nanos.to_be_bytes());
+        out[48..56].copy_from_slice(&self.start_ticks.to_be_bytes());
+        out[56..64].copy_from_slice(&self.ticks_per_second.to_be_bytes());
+        out[66..68].copy_from_slice(&self.flags.to_be_bytes());
+        out
+    }
+}
+
 /// Constant pools: class id → key → value.
 pub type Pools = FxHashMap<u64, FxHashMap<u64, Value>>;
 

@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
+use symbolize::merge::JdkSamples;
 use symbolize::report::{collapsed, json, otlp, pprof, text, Filter};
 use symbolize::{Debuginfod, Options, Symbolizer};
 use tools::upload::endpoint::process_env;
 use tools::upload::send::{encode_body, Answer, Backoff, Sender};
 use tools::upload::{export, Endpoint, UploadFlags};
-use tools::{flamegraph, flamegraph_html};
+use tools::{flamegraph, flamegraph_html, one_recording};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Format {
@@ -38,6 +39,18 @@ enum Format {
     /// Where the input's bytes go: metadata, each constant pool, each event type, and each
     /// field of the events, per chunk and per sample (nothing is symbolized).
     Sizes,
+    /// With --merge: the merged recording itself, its native PCs not resolved (as `jfrnative
+    /// record --jdk-events` leaves OUT.jfr).
+    Merged,
+}
+
+/// What `--jdk-samples` does with the JDK's own CPU samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum JdkSamplesArg {
+    /// Leave them out: the CPU profile is jfr-native's alone.
+    Drop,
+    /// Keep them beside ours (reports still count only jdk.CPUTimeSample).
+    Keep,
 }
 
 /// Symbolize the native frames of a jfr-native recording.
@@ -96,6 +109,18 @@ struct Args {
     /// No progress line on a terminal.
     #[arg(short, long)]
     quiet: bool,
+    /// The inputs are one JVM's recording by the JDK's own Flight Recorder
+    /// (`-XX:StartFlightRecording`) and jfr-native's of it: merge them into one recording (every
+    /// event of both, on one clock, threads as one), then write the output from it. With
+    /// `-o ONE.jfr`, JDK Mission Control opens the GC pauses, locks and allocations beside our
+    /// CPU samples with their native frames.
+    #[arg(long)]
+    merge: bool,
+    /// With --merge: what becomes of the JDK's own CPU samples (jdk.ExecutionSample,
+    /// jdk.NativeMethodSample). JDK 25's own jdk.CPUTimeSample events are always left out: a
+    /// recording holds one jdk.CPUTimeSample type, ours.
+    #[arg(long, value_enum, default_value = "drop", requires = "merge")]
+    jdk_samples: JdkSamplesArg,
     /// Where to send the profile (OTLP over HTTP).
     #[command(flatten)]
     upload: UploadFlags,
@@ -219,6 +244,30 @@ fn base_aggregate(
     Ok(Some(outcome.aggregate))
 }
 
+/// `--format merged`: the merged recording, to the output (written whole, then renamed over it)
+/// or standard output.
+fn write_bytes(args: &Args, bytes: &[u8]) -> io::Result<ExitCode> {
+    match args.output.as_ref().filter(|p| p.as_os_str() != "-") {
+        Some(path) => {
+            let mut file = temporary_beside(path)?;
+            file.write_all(bytes)?;
+            file.persist(path).map_err(|e| {
+                io::Error::new(
+                    e.error.kind(),
+                    format!("cannot write {}: {}", path.display(), e.error),
+                )
+            })?;
+        }
+        None => {
+            if io::stdout().is_terminal() {
+                refuse_binary_on_terminal(Format::Merged)?;
+            }
+            io::stdout().lock().write_all(bytes)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `--format sizes`: the byte breakdown of the input, to the output or standard output.
 fn write_sizes(args: &Args, bytes: &[u8]) -> io::Result<ExitCode> {
     let sizes = match symbolize::jfr::sizes::measure(bytes) {
@@ -293,7 +342,7 @@ fn upload_export(
 /// Refuses to write a binary format to a terminal, naming the option that writes it to a file.
 fn refuse_binary_on_terminal(format: Format) -> io::Result<()> {
     let what = match format {
-        Format::Jfr => "a JFR file is binary: give -o OUT.jfr",
+        Format::Jfr | Format::Merged => "a JFR file is binary: give -o OUT.jfr",
         Format::Pprof => "a pprof file is binary: give -o OUT.pb.gz",
         Format::Otlp => "an OTLP file is binary: give -o OUT.otlp.pb",
         _ => return Ok(()),
@@ -317,24 +366,61 @@ fn symbolizer_options(args: &Args) -> Options {
     options
 }
 
+/// `--merge`: the inputs merged, with what was done said on stderr.
+fn merged_inputs(args: &Args, files: &[PathBuf]) -> io::Result<Vec<u8>> {
+    let jdk_samples = match args.jdk_samples {
+        JdkSamplesArg::Drop => JdkSamples::Drop,
+        JdkSamplesArg::Keep => JdkSamples::Keep,
+    };
+    let (bytes, summary) = one_recording::merge_files(files, jdk_samples)?;
+    for line in one_recording::describe(&summary) {
+        eprintln!("jfr-symbolize: {line}");
+    }
+    Ok(bytes)
+}
+
 fn run(args: &Args, upload: Option<&(Endpoint, Vec<(String, String)>)>) -> io::Result<ExitCode> {
     let files = symbolize::driver::input_files(&args.inputs)?;
-    let sizes: Vec<u64> = files
-        .iter()
-        .map(|f| {
-            std::fs::metadata(f)
-                .map(|m| m.len())
-                .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", f.display())))
-        })
-        .collect::<io::Result<_>>()?;
-    let total_bytes: u64 = sizes.iter().sum();
     let format = format_of(args);
+    if format == Format::Merged && !args.merge {
+        return Err(io::Error::other(
+            "--format merged writes the merge of --merge's inputs",
+        ));
+    }
+    let merged = if args.merge {
+        Some(merged_inputs(args, &files)?)
+    } else {
+        None
+    };
+    if let (Some(bytes), Format::Merged) = (&merged, format) {
+        return write_bytes(args, bytes);
+    }
+    let sizes: Vec<u64> = match &merged {
+        Some(bytes) => vec![bytes.len() as u64],
+        None => files
+            .iter()
+            .map(|f| {
+                std::fs::metadata(f).map(|m| m.len()).map_err(|e| {
+                    io::Error::new(e.kind(), format!("cannot read {}: {e}", f.display()))
+                })
+            })
+            .collect::<io::Result<_>>()?,
+    };
+    let files = if merged.is_some() {
+        vec![PathBuf::from(inputs_name(&args.inputs))]
+    } else {
+        files
+    };
+    let total_bytes: u64 = sizes.iter().sum();
     if args.diff.is_some() && format != Format::Html {
         return Err(io::Error::other(
             "--diff makes an HTML flame graph: give -o OUT.html or --format html",
         ));
     }
     if format == Format::Sizes {
+        if let Some(bytes) = &merged {
+            return write_sizes(args, bytes);
+        }
         let mut bytes = Vec::new();
         for file in &files {
             bytes.extend(std::fs::read(file).map_err(|e| {
@@ -378,9 +464,15 @@ fn run(args: &Args, upload: Option<&(Endpoint, Vec<(String, String)>)>) -> io::R
     // Damaged files, with what stopped them; reading goes on with the next file.
     let mut damaged = Vec::new();
     for (i, (file, &size)) in files.iter().zip(&sizes).enumerate() {
-        let bytes = std::fs::read(file).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot read {}: {e}", file.display()))
-        })?;
+        // The merge is read in place; a file is read from disk.
+        let bytes: std::borrow::Cow<'_, [u8]> = match &merged {
+            Some(bytes) => bytes.as_slice().into(),
+            None => std::fs::read(file)
+                .map_err(|e| {
+                    io::Error::new(e.kind(), format!("cannot read {}: {e}", file.display()))
+                })?
+                .into(),
+        };
         let mut progress = |done: usize, _: usize| {
             if show_progress {
                 let at = done_bytes + done as u64;
@@ -455,7 +547,7 @@ fn run(args: &Args, upload: Option<&(Endpoint, Vec<(String, String)>)>) -> io::R
             };
             otlp::write(agg, &resource, args.upload.otlp_shape.into(), &mut *sink)?
         }
-        Format::Sizes => {}
+        Format::Sizes | Format::Merged => {}
     }
     sink.flush()?;
     drop(sink);

@@ -14,6 +14,9 @@
 //! `ASYNC_PROFILER_LIB`, which the set-up takes from the `tools.profiler:async-profiler` jar on
 //! Maven Central). Each profiler's CPU cost per sample (its extra CPU over the round's plain
 //! run, divided by its samples) is printed beside its ratios.
+//! `agent-jdk-events` is the agent with the JDK's own recording beside it as `jfrnative
+//! --jdk-events` starts it (default settings, its samplers off), and `jdk-events` that JDK
+//! recording alone: what the JDK's events cost, measured apart; file bytes are both files.
 //! `--options` adds agent options to the measured runs; `--baseline-options` runs the agent in
 //! the baseline too, with other options (`--options cstack=dwarf --baseline-options cstack=fp`
 //! measures what call-frame unwinding costs over frame pointers). `--baseline-agent` runs
@@ -38,6 +41,11 @@ enum Sampler {
     Jdk,
     /// async-profiler's agent, CPU samples into a JFR file.
     AsyncProfiler,
+    /// The agent with the JDK's own recording beside it (`jfrnative --jdk-events`: default
+    /// settings, the JDK's samplers off).
+    AgentJdkEvents,
+    /// That JDK recording alone (what `--jdk-events` adds, measured apart).
+    JdkEvents,
 }
 
 impl Sampler {
@@ -46,6 +54,8 @@ impl Sampler {
             Sampler::Agent => "jfr-native",
             Sampler::Jdk => "JDK jdk.CPUTimeSample",
             Sampler::AsyncProfiler => "async-profiler",
+            Sampler::AgentJdkEvents => "jfr-native --jdk-events",
+            Sampler::JdkEvents => "the JDK's recording of --jdk-events alone",
         }
     }
 }
@@ -161,6 +171,19 @@ enum With<'a> {
     Jdk(&'a Path),
     /// async-profiler: `-agentpath:LIB=start,event=cpu,interval=INTERVAL,jfr,file=...`.
     AsyncProfiler(&'a Path, &'a str),
+    /// The agent as [`With::Agent`], and the JDK's recording as `--jdk-events` starts it.
+    AgentJdkEvents(&'a Path, &'a str),
+    /// The JDK's recording as `--jdk-events` starts it, alone.
+    JdkEvents,
+}
+
+/// The option `--jdk-events` gives the JVM, its recording into `file` + `.jdk.jfr`.
+fn jdk_events_option(file: &Path) -> String {
+    format!(
+        "-XX:StartFlightRecording=settings=default,filename={}.jdk.jfr,{}",
+        file.display(),
+        tools::one_recording::JDK_SAMPLERS_OFF.join(",")
+    )
 }
 
 /// A JFR settings file with only the JDK's CPU-time sampler, at `throttle`.
@@ -214,6 +237,17 @@ fn run_once(
                 file.display()
             ));
         }
+        Some(With::AgentJdkEvents(lib, options)) => {
+            cmd.arg(format!(
+                "-agentpath:{}=file={},{options}",
+                lib.display(),
+                file.display()
+            ));
+            cmd.arg(jdk_events_option(file));
+        }
+        Some(With::JdkEvents) => {
+            cmd.arg(jdk_events_option(file));
+        }
         Some(With::Jdk(settings)) => {
             cmd.arg(format!(
                 "-XX:StartFlightRecording:settings={},filename={}",
@@ -247,10 +281,16 @@ fn run_once(
         ));
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let file_bytes = || std::fs::metadata(file).map_or(0, |m| m.len());
+    let jdk_file = PathBuf::from(format!("{}.jdk.jfr", file.display()));
+    let file_bytes = || {
+        [file, jdk_file.as_path()]
+            .iter()
+            .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+            .sum::<u64>()
+    };
     let (mut chunks, mut floor_bytes) = (0, 0);
     let (samples, lost, file_bytes) = match with {
-        Some(With::Agent(..)) => {
+        Some(With::Agent(..) | With::AgentJdkEvents(..)) => {
             let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
             let sizes = symbolize::jfr::sizes::measure(&bytes)
                 .map_err(|e| format!("{}: {e}", file.display()))?;
@@ -270,8 +310,10 @@ fn run_once(
             let (samples, lost) = jfr_counts(java, file, "jdk.ExecutionSample");
             (samples, lost, file_bytes())
         }
+        Some(With::JdkEvents) => (0, 0, file_bytes()),
         None => (0, 0, 0),
     };
+    let _ = std::fs::remove_file(&jdk_file);
     Ok(Run {
         cpu,
         wall,
@@ -480,6 +522,10 @@ fn run(args: Args) -> Result<(), String> {
                 async_profiler.as_deref().unwrap_or(Path::new("")),
                 args.interval.as_str(),
             ),
+            Sampler::AgentJdkEvents => {
+                With::AgentJdkEvents(agent.as_path(), measured_options.as_str())
+            }
+            Sampler::JdkEvents => With::JdkEvents,
         };
         if !measured.iter().any(|(q, _)| *q == p) {
             measured.push((p, with));
@@ -576,6 +622,8 @@ fn run(args: Args) -> Result<(), String> {
                 Sampler::Agent => measured_options.as_str(),
                 Sampler::Jdk => "JFR settings with jdk.CPUTimeSample only",
                 Sampler::AsyncProfiler => "event=cpu, jfr",
+                Sampler::AgentJdkEvents => "agent options as `agent`, and the JDK's recording",
+                Sampler::JdkEvents => "JFR default settings, samplers off, no agent",
             },
             baseline_text,
         );

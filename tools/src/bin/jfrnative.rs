@@ -18,7 +18,7 @@ use tools::session::{self, Session};
 use tools::upload::continuous::{self, Continuous, ContinuousFlags};
 use tools::upload::endpoint::process_env;
 use tools::upload::export;
-use tools::{any_command, attach, demo, duration, jdk, stage};
+use tools::{any_command, attach, demo, duration, jdk, one_recording, stage};
 
 /// CPU-time profiles of Java programs with the native frames (C, C++, Rust, libc, the JVM)
 /// above the Java stack, as JFR files, flame graphs and a report.
@@ -60,13 +60,34 @@ struct Common {
     /// Rows per table in the report.
     #[arg(long, default_value_t = 10)]
     top: usize,
+    /// Also record the JDK's own Flight Recorder events (GC, allocation, locks, I/O, class
+    /// loading, safepoints, ...) with these settings: `default`, `profile` or a .jfc file. Its
+    /// CPU samplers are off; OUT.jfr holds the JDK's chunks and ours on one clock, and
+    /// OUT.symbolized.jfr is that recording with native frames in the stacks. Reports and
+    /// exports count only CPU samples.
+    #[arg(
+        long,
+        value_name = "SETTINGS",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "default"
+    )]
+    jdk_events: Option<String>,
 }
 
 impl Common {
     /// A recording into `output` with these options (checked by `main` before any command
     /// starts).
     fn session(&self, output: &Path) -> Result<Session, String> {
-        Session::new(self.agent.as_deref(), output, self.agent_flags.pairs())
+        let mut session = Session::new(self.agent.as_deref(), output, self.agent_flags.pairs())?;
+        if let Some(value) = &self.jdk_events {
+            session.jdk_events = Some(session::JdkEvents {
+                settings: one_recording::settings(value)?,
+                directory: one_recording::jdk_directory(&session.outputs.recording),
+                pid: None,
+            });
+        }
+        Ok(session)
     }
 }
 
@@ -258,7 +279,7 @@ fn default_name(prefix: &str) -> PathBuf {
 
 /// Runs `java` with the agent and follows it; returns the JVM's exit status.
 fn run_java(
-    session: &Session,
+    session: &mut Session,
     java: &Path,
     args: &[String],
 ) -> Result<std::process::ExitStatus, Failure> {
@@ -269,12 +290,20 @@ fn run_java(
         session.agent.display(),
         session.agent_options()
     );
+    let jdk_options = match &session.jdk_events {
+        Some(jdk) => jdk.jvm_options()?,
+        None => Vec::new(),
+    };
     let mut child = Command::new(java)
         .arg(agentpath)
+        .args(jdk_options)
         .args(args)
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", java.display()))?;
     child_pid.store(child.id() as i32, Ordering::Release);
+    if let Some(jdk) = &mut session.jdk_events {
+        jdk.pid = Some(child.id());
+    }
     let mut exit = None;
     let mut told = false;
     session.follow(|_| {
@@ -315,9 +344,9 @@ fn record(a: RecordArgs, upload: Option<Upload>) -> Result<ExitCode, Failure> {
         std::env::var_os("PATH").as_deref(),
     )?;
     let output = a.output.unwrap_or_else(|| default_name("jfrnative"));
-    let session = a.common.session(&output)?;
+    let mut session = a.common.session(&output)?;
     let upload = start_upload(&session, upload, &session.outputs.recording)?;
-    let status = run_java(&session, &java, args);
+    let status = run_java(&mut session, &java, args);
     if let Some(u) = &upload {
         u.stop_watching();
     }
@@ -347,11 +376,22 @@ fn record_any(a: &RecordArgs, program: &str, args: &[String]) -> Result<ExitCode
     let pattern = any_command::pattern_of(&session::absolute(&output)?);
     // Checks the agent and that files can be written there (with the pattern's own name).
     let template = a.common.session(&pattern)?;
-    let tool_options = any_command::tool_options(
+    let mut tool_options = any_command::tool_options(
         std::env::var_os("JAVA_TOOL_OPTIONS").as_deref(),
         &template.agent,
         &template.agent_options(),
     )?;
+    // The JDK's recordings of every JVM go into one directory, each named by its pid.
+    let jdk_events = template.jdk_events.clone().map(|mut j| {
+        j.directory = one_recording::jdk_directory(&session::absolute(&output).unwrap_or_default());
+        j
+    });
+    if let Some(jdk) = &jdk_events {
+        for option in jdk.jvm_options()? {
+            tool_options.push(" ");
+            tool_options.push(option);
+        }
+    }
     let child_pid = Arc::new(AtomicI32::new(0));
     let interrupted = session::on_interrupt(child_pid.clone())?;
     let mut child = Command::new(program)
@@ -413,6 +453,10 @@ fn record_any(a: &RecordArgs, program: &str, args: &[String]) -> Result<ExitCode
             status_file: PathBuf::from(status_file),
             settings: template.settings.clone(),
             sysroots: Vec::new(),
+            jdk_events: jdk_events.clone().map(|j| session::JdkEvents {
+                pid: Some(pid),
+                ..j
+            }),
         };
         println!("\n== JVM {pid}: {}", file.display());
         if process_alive(pid) && jvm.status().is_some_and(|s| s.state == "recording") {
@@ -486,6 +530,18 @@ fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<ExitCode, Fai
             (st.agent.clone(), options, live)
         }
     };
+    let jdk_recording = match session.jdk_events.as_mut() {
+        Some(jdk) => {
+            jdk.pid = Some(a.pid);
+            Some(JdkRecording::start(
+                a.pid,
+                jdk,
+                stage.as_ref(),
+                a.attach_timeout,
+            )?)
+        }
+        None => None,
+    };
     // Before the agent starts, so that its first chunk file is new to the watcher.
     let mut upload = start_upload(&session, upload, &live)?;
     let interrupted = session::on_interrupt(Arc::new(AtomicI32::new(0)))?;
@@ -532,6 +588,16 @@ fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<ExitCode, Fai
                 a.pid,
                 reply.text.trim()
             ));
+        }
+    }
+    if let Some(jdk) = &jdk_recording {
+        if jvm_gone {
+            eprintln!(
+                "jfrnative: the JVM's own recording ended with it: only jfr-native's samples are \
+                 kept"
+            );
+        } else if let Err(e) = jdk.stop(a.attach_timeout) {
+            eprintln!("jfrnative: --jdk-events: {e}");
         }
     }
     // The watcher takes the last chunk files before a staged directory goes.
@@ -581,6 +647,81 @@ fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<ExitCode, Fai
     Ok(ExitCode::SUCCESS)
 }
 
+/// The JDK's own recording that `attach --jdk-events` starts in the JVM (`JFR.start`) under a
+/// name of its own, so that recordings the JVM already runs are left alone, and stops into
+/// the JDK directory of the session (`JFR.stop filename=`; through the JVM's /tmp when it
+/// cannot see our files).
+struct JdkRecording {
+    pid: u32,
+    name: String,
+    /// Where the JVM writes it, as the JVM sees it, and as we do.
+    written: (PathBuf, PathBuf),
+    /// Where the merge finds it ([`one_recording::jdk_files_of`]).
+    destination: PathBuf,
+}
+
+impl JdkRecording {
+    fn start(
+        pid: u32,
+        jdk: &session::JdkEvents,
+        stage: Option<&stage::Stage>,
+        timeout: Duration,
+    ) -> Result<JdkRecording, Failure> {
+        std::fs::create_dir_all(&jdk.directory)
+            .map_err(|e| format!("cannot create {}: {e}", jdk.directory.display()))?;
+        let destination = jdk.directory.join(format!("hotspot-pid-{pid}-attach.jfr"));
+        let mut settings = jdk.settings.clone();
+        let written = match stage {
+            Some(st) => {
+                if settings.ends_with(".jfc") {
+                    let (jvm, host) = st.path("settings.jfc");
+                    std::fs::copy(&settings, &host)
+                        .map_err(|e| format!("--jdk-events: copying {settings}: {e}"))?;
+                    settings = jvm.display().to_string();
+                }
+                st.path("jdk.jfr")
+            }
+            None => (destination.clone(), destination.clone()),
+        };
+        let name = format!("jfrnative-{}", std::process::id());
+        let command = format!(
+            "JFR.start name={name} settings={settings} {}",
+            one_recording::JDK_SAMPLERS_OFF.join(" ")
+        );
+        let said =
+            attach::jcmd(pid, &command, timeout).map_err(|e| format!("--jdk-events: {e}"))?;
+        if !said.contains("Started recording") {
+            return Err(format!(
+                "--jdk-events: the JVM did not start its recording: {}",
+                said.trim()
+            ));
+        }
+        eprintln!("jfrnative: JVM {pid} records its own events too (JFR recording {name})");
+        Ok(JdkRecording {
+            pid,
+            name,
+            written,
+            destination,
+        })
+    }
+
+    fn stop(&self, timeout: Duration) -> Result<(), String> {
+        let (jvm, host) = &self.written;
+        let command = format!("JFR.stop name={} filename={}", self.name, jvm.display());
+        attach::jcmd(self.pid, &command, timeout).map_err(|e| e.to_string())?;
+        if host != &self.destination {
+            std::fs::copy(host, &self.destination).map_err(|e| {
+                format!(
+                    "copying the JVM's recording {} to {}: {e}",
+                    host.display(),
+                    self.destination.display()
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
 /// The end of a staged attach whose JVM died while recording: the chunks mirrored before are
 /// reported, symbolized with this machine's files where their build-ids match.
 fn attach_of_a_dead_jvm(
@@ -593,7 +734,7 @@ fn attach_of_a_dead_jvm(
         "jfrnative: the recording of JVM {pid} ended with it; the chunks finished before are in {}",
         session.outputs.recording.display()
     );
-    let summary = tools::report::write(&session.outputs, top, &[]);
+    let summary = tools::report::write(&session.outputs, top, &[], &[]);
     finish_upload(upload);
     let summary = summary.map_err(|e| format!("no finished chunk was kept: {e}"))?;
     println!("{}", summary.text.trim_end());
@@ -661,7 +802,7 @@ fn demo_command(a: DemoArgs) -> Result<ExitCode, Failure> {
         home.display()
     );
     let build = session::absolute(&demo::build(&a.dir, &home)?)?;
-    let session = a.common.session(&a.dir.join("demo.jfr"))?;
+    let mut session = a.common.session(&a.dir.join("demo.jfr"))?;
     eprintln!(
         "jfrnative demo: recording {:.1} s of 4 threads: c-checksum (our C), zlib-compress \
          (zlib), libc-qsort (libc's qsort calling a C comparator), java-hashmap (Java)",
@@ -677,7 +818,7 @@ fn demo_command(a: DemoArgs) -> Result<ExitCode, Failure> {
         demo::MAIN_CLASS.to_string(),
         format!("{}", a.duration.as_secs_f64()),
     ];
-    let status = run_java(&session, &java, &args)?;
+    let status = run_java(&mut session, &java, &args)?;
     if !status.success() && session.status().is_none() {
         return Err(format!("the demo program failed ({status})"));
     }

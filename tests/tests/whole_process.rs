@@ -1,0 +1,315 @@
+//! `threads=all`: the whole process's CPU, the JVM's own threads and native threads included.
+//!
+//! - An allocation loop under G1 and under generational ZGC (JDK 25): the GC threads are
+//!   sampled (their share of the recorded CPU), written as the JDK writes its VM thread (OS name
+//!   and id, no Java name, Java thread id 0); the recording's CPU (Σ `samplingPeriod` and lost
+//!   CPU time, read by the JDK's reader) is the process's CPU during the recording within 2 %
+//!   (the agent reads `getrusage` at its start and end, and its writer thread's own CPU time,
+//!   which is not sampled); each busy thread's recorded CPU is its own CPU time (the kernel's
+//!   `schedstat`, read by the program itself).
+//! - A JNI library that starts two pthreads of its own after a second, named with `prctl`, that
+//!   compress with zlib: both are sampled from their first 300 ms, with their own CPU time,
+//!   their stacks through the library's function and zlib's `deflate`.
+//! - 2,000 short-lived native threads: the JVM lives, the recording is whole, slots are reused.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use tests::jdk::{required, Jdk};
+use tests::readers::{cpu_sample_events, iso_duration_ticks, lost_cpu_ticks_by_thread};
+use tests::workload::{agent_library, jfr_symbolize, run_java, wholeproc_dir};
+
+fn work_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("jfrnative-whole-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `WholeProcess ARGS` with the agent (`options`) and `jvm_args`.
+fn run_whole(jdk: &Jdk, options: &str, jvm_args: &[&str], args: &[&str]) -> Output {
+    let dir = wholeproc_dir();
+    let mut java = Command::new(jdk.tool("java"));
+    java.args(jvm_args)
+        .arg(format!(
+            "-agentpath:{}={options}",
+            agent_library().display()
+        ))
+        .arg(format!("-Djava.library.path={}", dir.display()))
+        .arg("-cp")
+        .arg(&dir)
+        .arg("WholeProcess")
+        .args(args);
+    run_java(jdk, &mut java).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// One thread as the JDK's reader sees our samples of it.
+#[derive(Debug, Default)]
+struct ThreadSamples {
+    samples: u64,
+    cpu_ns: u64,
+    java_ids: Vec<i64>,
+    java_names: Vec<Option<String>>,
+    first_ns: i64,
+}
+
+/// Our samples by the thread's OS name (`jfr print --json` of `jdk`).
+fn by_thread(jdk: &Jdk, file: &Path) -> BTreeMap<String, ThreadSamples> {
+    let mut threads: BTreeMap<String, ThreadSamples> = BTreeMap::new();
+    for e in cpu_sample_events(jdk, file).unwrap() {
+        let v = &e["values"];
+        let thread = &v["eventThread"];
+        let name = thread["osName"].as_str().unwrap_or("?").to_string();
+        let t = threads.entry(name).or_insert(ThreadSamples {
+            first_ns: i64::MAX,
+            ..ThreadSamples::default()
+        });
+        t.samples += 1;
+        t.cpu_ns += 1_000 * iso_duration_ticks(v["samplingPeriod"].as_str().unwrap()).unwrap();
+        let id = thread["javaThreadId"].as_i64().unwrap_or(-1);
+        if !t.java_ids.contains(&id) {
+            t.java_ids.push(id);
+        }
+        let jname = thread["javaName"].as_str().map(str::to_string);
+        if !t.java_names.contains(&jname) {
+            t.java_names.push(jname);
+        }
+        t.first_ns = t.first_ns.min(epoch_ns(&v["startTime"]));
+    }
+    threads
+}
+
+/// `jfr print --json`'s time (`2026-11-27T21:10:29.897123456Z`) as ns since the epoch.
+fn epoch_ns(v: &Value) -> i64 {
+    let text = v.as_str().unwrap();
+    let out = Command::new("date")
+        .args(["-u", "-d", text, "+%s%N"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// The `TASK name ns` lines: each thread's CPU time by its name (threads of one name summed).
+fn task_cpu_ns(stdout: &str) -> BTreeMap<String, u64> {
+    let mut tasks = BTreeMap::new();
+    for line in stdout.lines() {
+        let w: Vec<&str> = line.split('\t').collect();
+        if let ["TASK", name, ns] = w.as_slice() {
+            *tasks.entry(name.to_string()).or_default() += ns.parse::<u64>().unwrap();
+        }
+    }
+    tasks
+}
+
+/// The agent's `threads=all` line: (CPU-s of the process during the recording in threads other
+/// than the agent's writer, which is not sampled; CPU-s the samples and lost samples stand for).
+fn process_line(stderr: &str) -> (f64, f64) {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("threads=all:"))
+        .unwrap_or_else(|| panic!("no threads=all line: {stderr}"));
+    let number_before = |what: &str| -> f64 {
+        let at = line.find(what).unwrap();
+        line[..at]
+            .split_whitespace()
+            .last()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    (
+        number_before(" of them in threads other"),
+        number_before(" CPU-s (").max(0.0),
+    )
+}
+
+#[test]
+fn gc_threads_are_sampled_and_the_recording_adds_up_to_the_process_cpu() {
+    let Some(jdk) = required(25) else {
+        return;
+    };
+    for (gc, flag) in [("G1", "-XX:+UseG1GC"), ("ZGC", "-XX:+UseZGC")] {
+        let dir = work_dir(gc);
+        let file = dir.join("alloc.jfr");
+        let options = format!("file={},threads=all,interval=2ms", file.display());
+        let out = run_whole(&jdk, &options, &[flag, "-Xmx256m"], &["alloc", "4"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let threads = by_thread(&jdk, &file);
+        let lost: u64 = lost_cpu_ticks_by_thread(&jdk, &file)
+            .unwrap()
+            .values()
+            .sum::<u64>()
+            * 1_000;
+        let recorded: u64 = threads.values().map(|t| t.cpu_ns).sum::<u64>() + lost;
+        let (process_s, claimed_s) = process_line(&stderr);
+        let recorded_s = recorded as f64 / 1e9;
+        eprintln!(
+            "{gc}: process {process_s:.2} CPU-s, recorded {recorded_s:.2} CPU-s; threads: {:?}",
+            threads
+                .iter()
+                .map(|(n, t)| (n.as_str(), t.cpu_ns / 1_000_000))
+                .collect::<Vec<_>>()
+        );
+        // The JDK's reader and the agent count the same samples.
+        assert!(
+            (recorded_s - claimed_s).abs() < 0.02,
+            "{gc}: {recorded_s} vs {claimed_s}"
+        );
+        assert!(
+            (recorded_s / process_s - 1.0).abs() <= 0.02,
+            "{gc}: the recording has {recorded_s:.3} CPU-s of the process's {process_s:.3}"
+        );
+        // GC threads: not Java threads, written as the JDK writes its own.
+        let gc_threads: Vec<(&String, &ThreadSamples)> = threads
+            .iter()
+            .filter(|(n, _)| {
+                n.starts_with("GC Thread") || n.starts_with('Z') || n.starts_with("G1")
+            })
+            .collect();
+        let gc_ns: u64 = gc_threads.iter().map(|(_, t)| t.cpu_ns).sum();
+        assert!(
+            gc_ns * 20 > recorded,
+            "{gc}: GC threads {gc_ns} ns of {recorded}"
+        );
+        for (name, t) in &gc_threads {
+            assert_eq!(t.java_ids, vec![0], "{gc}: {name}");
+            assert_eq!(t.java_names, vec![None], "{gc}: {name}");
+        }
+        for java in ["allocator-0", "allocator-1"] {
+            let t = &threads[java];
+            assert!(
+                t.java_ids.iter().all(|&id| id > 0),
+                "{gc}: {java}: {:?}",
+                t.java_ids
+            );
+        }
+        // Each busy thread: its recorded CPU is its own CPU time.
+        let tasks = task_cpu_ns(&stdout);
+        for (name, t) in &threads {
+            let Some(&own) = tasks.get(name) else {
+                continue;
+            };
+            if own < 300_000_000 || name.starts_with("GC Thread") || name == "java" {
+                continue;
+            }
+            let ratio = t.cpu_ns as f64 / own as f64;
+            assert!(
+                (0.9..=1.05).contains(&ratio),
+                "{gc}: {name}: recorded {} ms of its {} ms",
+                t.cpu_ns / 1_000_000,
+                own / 1_000_000
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn native_threads_a_library_starts_later_are_sampled_from_their_first_second() {
+    let Some(jdk) = required(25) else {
+        return;
+    };
+    let dir = work_dir("pthreads");
+    let file = dir.join("pthreads.jfr");
+    let options = format!("file={},threads=all", file.display());
+    let out = run_whole(&jdk, &options, &[], &["pthreads", "5"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let threads = by_thread(&jdk, &file);
+    let workers: Vec<(String, i64, u64)> = stdout
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split('\t').collect();
+            match w.as_slice() {
+                ["WORKER", name, start, cpu] => Some((
+                    name.to_string(),
+                    start.parse().unwrap(),
+                    cpu.parse().unwrap(),
+                )),
+                _ => None,
+            }
+        })
+        .collect();
+    assert_eq!(workers.len(), 2, "{stdout}");
+    for (name, start_ns, cpu_ns) in &workers {
+        let t = threads
+            .get(name)
+            .unwrap_or_else(|| panic!("no sample of {name}: {:?}", threads.keys()));
+        let delay_ms = (t.first_ns - start_ns) / 1_000_000;
+        assert!(
+            delay_ms <= 300,
+            "{name}: first sample {delay_ms} ms after its start"
+        );
+        assert_eq!(t.java_ids, vec![0], "{name}");
+        let ratio = t.cpu_ns as f64 / *cpu_ns as f64;
+        assert!(
+            (0.9..=1.05).contains(&ratio),
+            "{name}: recorded {} ms of its {} ms",
+            t.cpu_ns / 1_000_000,
+            cpu_ns / 1_000_000
+        );
+        eprintln!(
+            "{name}: first sample {delay_ms} ms after its start; {} ms recorded of {} ms",
+            t.cpu_ns / 1_000_000,
+            cpu_ns / 1_000_000
+        );
+    }
+    // Their stacks: the library's function and zlib's deflate, symbolized.
+    let out = jfr_symbolize(&[
+        file.to_str().unwrap(),
+        "--format",
+        "collapsed",
+        "--thread",
+        "zlib-worker",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let collapsed = String::from_utf8_lossy(&out.stdout);
+    let (mut all, mut through) = (0u64, 0u64);
+    for line in collapsed.lines() {
+        let (stack, n) = line.rsplit_once(' ').unwrap();
+        let n: u64 = n.parse().unwrap();
+        all += n;
+        if stack.contains("compress_block") && stack.contains("deflate") && stack.contains("work") {
+            through += n;
+        }
+    }
+    assert!(all > 0, "{collapsed}");
+    assert!(
+        through * 100 >= all * 90,
+        "{through} of {all} CPU ns through work, compress_block and deflate:\n{collapsed}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn thousands_of_short_lived_native_threads_are_handled() {
+    let Some(jdk) = required(25) else {
+        return;
+    };
+    let dir = work_dir("churn");
+    let file = dir.join("churn.jfr");
+    let options = format!("file={},threads=all,interval=1ms", file.display());
+    let out = run_whole(&jdk, &options, &[], &["churn", "2000"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.contains("CHURNED\t2000"), "{stdout}");
+    assert!(stderr.contains("jfr-native: wrote"), "{stderr}");
+    let created: u64 = stderr
+        .split("thread slots created ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        created < 1_000,
+        "{created} slots for 2000 short threads: {stderr}"
+    );
+    assert!(!cpu_sample_events(&jdk, &file).unwrap().is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,192 @@
+//! The JDK's own Flight Recorder beside the agent (`--jdk-events`), and the merge of its
+//! recording and ours into one file ([`symbolize::merge`]).
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use symbolize::merge::{self, Input, JdkSamples, Origin, Summary};
+
+/// The JDK's sampler events switched off in the recording `--jdk-events` starts: the CPU
+/// profile comes from the agent (JDK 17 ignores the setting of `jdk.CPUTimeSample`, which it
+/// does not have).
+pub const JDK_SAMPLERS_OFF: [&str; 3] = [
+    "jdk.ExecutionSample#enabled=false",
+    "jdk.CPUTimeSample#enabled=false",
+    "jdk.NativeMethodSample#enabled=false",
+];
+
+/// The name of the JDK recording `--jdk-events` starts (so that `jcmd JFR.check` shows whose
+/// it is, and a recording of the user's own is left alone).
+pub const RECORDING_NAME: &str = "jfrnative";
+
+/// What `--jdk-events` was given: `default`, `profile`, or a `.jfc` file, checked.
+pub fn settings(value: &str) -> Result<String, String> {
+    match value {
+        "default" | "profile" => Ok(value.to_string()),
+        path if path.ends_with(".jfc") => {
+            let p = Path::new(path);
+            if !p.is_file() {
+                return Err(format!("--jdk-events {path}: no such settings file"));
+            }
+            let abs = std::path::absolute(p).map_err(|e| format!("--jdk-events {path}: {e}"))?;
+            let text = abs.display().to_string();
+            if text.contains(',') {
+                return Err(format!(
+                    "--jdk-events {path}: the path contains ',', which separates the JDK's \
+                     recording options"
+                ));
+            }
+            Ok(text)
+        }
+        other => Err(format!(
+            "--jdk-events {other}: give default, profile, or the path of a .jfc settings file"
+        )),
+    }
+}
+
+/// The directory the JDK writes its recordings into, beside `recording` (`OUT.jfr` →
+/// `OUT.jdk/`). A JVM names its file there `hotspot-pid-PID-id-N-DATE.jfr`.
+pub fn jdk_directory(recording: &Path) -> PathBuf {
+    let mut name = recording.as_os_str().to_owned();
+    if let Some(stripped) = recording.to_str().and_then(|s| s.strip_suffix(".jfr")) {
+        name = stripped.into();
+    }
+    name.push(".jdk");
+    PathBuf::from(name)
+}
+
+/// The `-XX:StartFlightRecording` option that starts the JDK's recording with `settings`, its
+/// samplers off, written into `directory` when the JVM exits.
+pub fn start_option(settings: &str, directory: &Path) -> String {
+    format!(
+        "-XX:StartFlightRecording=name={RECORDING_NAME},settings={settings},filename={}/,{}",
+        directory.display(),
+        JDK_SAMPLERS_OFF.join(",")
+    )
+}
+
+/// The JDK's recording of JVM `pid` (or of the only JVM) in `directory`: the file it wrote at
+/// exit, else, for a JVM that was killed, the chunk files left in its repository
+/// (`directory/repository/DATE_PID/`; the merge keeps their complete chunks).
+pub fn jdk_files_of(directory: &Path, pid: Option<u32>) -> Vec<PathBuf> {
+    let list = |dir: &Path| -> Vec<PathBuf> {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        found.sort();
+        found
+    };
+    let name_of = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let dumped: Vec<PathBuf> = list(directory)
+        .into_iter()
+        .filter(|p| {
+            let name = name_of(p);
+            name.ends_with(".jfr")
+                && match pid {
+                    Some(pid) => name.starts_with(&format!("hotspot-pid-{pid}-")),
+                    None => name.starts_with("hotspot-pid-"),
+                }
+        })
+        .collect();
+    if !dumped.is_empty() {
+        return dumped;
+    }
+    let repositories: Vec<PathBuf> = list(&directory.join("repository"))
+        .into_iter()
+        .filter(|p| p.is_dir() && pid.is_none_or(|pid| name_of(p).ends_with(&format!("_{pid}"))))
+        .collect();
+    repositories
+        .iter()
+        .flat_map(|r| list(r))
+        .filter(|p| name_of(p).ends_with(".jfr"))
+        .collect()
+}
+
+/// Removes the JDK's files once merged, and their directory when nothing else is left in it.
+pub fn remove_jdk_files(directory: &Path, files: &[PathBuf]) {
+    for f in files {
+        let _ = std::fs::remove_file(f);
+        if let Some(parent) = f.parent().filter(|p| *p != directory) {
+            let _ = std::fs::remove_dir(parent);
+        }
+    }
+    let _ = std::fs::remove_dir(directory.join("repository"));
+    let _ = std::fs::remove_dir(directory);
+}
+
+/// Writes `bytes` over `path`: to `PATH.merging` first, renamed over it once whole.
+pub fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".merging");
+    let partial = PathBuf::from(partial);
+    std::fs::write(&partial, bytes).map_err(|e| {
+        io::Error::new(e.kind(), format!("cannot write {}: {e}", partial.display()))
+    })?;
+    std::fs::rename(&partial, path)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot replace {}: {e}", path.display())))
+}
+
+/// Reads `files` and merges them.
+pub fn merge_files(files: &[PathBuf], jdk_samples: JdkSamples) -> io::Result<(Vec<u8>, Summary)> {
+    let contents: Vec<(String, Vec<u8>)> = files
+        .iter()
+        .map(|f| {
+            std::fs::read(f)
+                .map(|b| (f.display().to_string(), b))
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", f.display())))
+        })
+        .collect::<io::Result<_>>()?;
+    let inputs: Vec<Input<'_>> = contents
+        .iter()
+        .map(|(name, bytes)| Input {
+            name: name.clone(),
+            bytes,
+        })
+        .collect();
+    let mut out = Vec::with_capacity(contents.iter().map(|(_, b)| b.len()).sum());
+    let summary = merge::merge(&inputs, jdk_samples, &mut out).map_err(io::Error::other)?;
+    Ok((out, summary))
+}
+
+/// The summary in a few lines.
+pub fn describe(summary: &Summary) -> Vec<String> {
+    let chunks = |o: Origin| summary.chunks.get(&o).copied().unwrap_or(0);
+    let mut lines = vec![format!(
+        "one recording: {} chunk(s) of the JDK's Flight Recorder and {} of jfr-native, on the \
+         JDK's clock",
+        chunks(Origin::Jdk),
+        chunks(Origin::Ours)
+    )];
+    if !summary.dropped.is_empty() {
+        let left: Vec<String> = summary
+            .dropped
+            .iter()
+            .map(|((o, name), n)| format!("{n} {name} ({o})"))
+            .collect();
+        lines.push(format!(
+            "left out (recorded by the other source, or the JDK's own CPU samples): {}",
+            left.join(", ")
+        ));
+    }
+    if !summary.split.is_empty() {
+        let names: Vec<&str> = summary.split.iter().map(String::as_str).collect();
+        lines.push(format!(
+            "declared differently by the two sources, both with events (JMC shows each as two \
+             types): {}",
+            names.join(", ")
+        ));
+    }
+    for (name, e) in &summary.damage {
+        lines.push(format!(
+            "{name}: damaged {e}; its complete chunks before it were merged"
+        ));
+    }
+    lines
+}
