@@ -170,7 +170,11 @@ fn install(vm: Vm, command: Command, live: bool) -> Result<(), String> {
         return Err("jfr-native: stop: no recording is running".into());
     };
     check_file(&options)?;
-    let jvmti = vm.jvmti().ok_or("jfr-native: JVMTI 1.2 is not available")?;
+    let jvmti = vm.jvmti().ok_or(if live {
+        crate::NOT_LIVE_YET
+    } else {
+        "jfr-native: JVMTI 1.2 is not available"
+    })?;
     jvmti
         .add_capabilities(&[CAN_GET_LINE_NUMBERS])
         .map_err(|e| format!("jfr-native: JVMTI refused the line-number capability (error {e})"))?;

@@ -673,6 +673,63 @@ fn attach_records_a_running_jvm_twice_and_leaves_it_running() {
     }
 }
 
+/// `java ... & jfrnative attach $!`: the attach comes while the JVM starts (before libjvm is
+/// mapped, before HotSpot catches SIGQUIT, before JVMTI is live, whichever a round meets). The
+/// attach waits for each and records; the JVM is never signalled to death.
+#[test]
+fn attach_right_after_the_jvm_starts_waits_for_it() {
+    for jdk in oracle_jdks() {
+        let dir = out_dir(&format!("attach-early{}", jdk.major));
+        for round in 0..3 {
+            let mut jvm = TestJvm(
+                Command::new(jdk.tool("java"))
+                    .args(burner_args(600.0))
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            );
+            // The rounds meet the JVM at different points of its start.
+            std::thread::sleep(Duration::from_millis(150 * round));
+            let recording = dir.join(format!("early{round}.jfr"));
+            let out = jfrnative()
+                .args(["attach", &jvm.id().to_string(), "-d", "2s", "-o"])
+                .arg(&recording)
+                .output()
+                .unwrap();
+            let (stdout, stderr) = text(&out);
+            assert!(
+                out.status.success(),
+                "{} round {round}: {stdout}\n{stderr}",
+                jdk.name()
+            );
+            check_outputs(&jdk, &recording, &stdout, "level3");
+            assert!(jvm.is_running(), "the JVM keeps running");
+        }
+    }
+}
+
+/// A JVM started with -Xrs catches no SIGQUIT (the signal would end it): HotSpot opens its
+/// attach socket at start-up instead, and attach goes through it without any signal.
+#[test]
+fn attach_to_a_jvm_started_with_xrs_needs_no_signal() {
+    let Some(jdk) = oracle_jdks().into_iter().next() else {
+        return;
+    };
+    let dir = out_dir("attach-xrs");
+    let mut jvm = start_jvm(&jdk, &["-Xrs"], 600.0);
+    let recording = dir.join("xrs.jfr");
+    let out = jfrnative()
+        .args(["attach", &jvm.id().to_string(), "-d", "2s", "-o"])
+        .arg(&recording)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    check_outputs(&jdk, &recording, &stdout, "level3");
+    assert!(jvm.is_running(), "the JVM keeps running");
+}
+
 /// In the demo, zlib's and qsort's samples (libraries without frame pointers) reach their JNI
 /// function and are not truncated.
 fn demo_stacks_are_whole(jdk: &Jdk, recording: &Path) {

@@ -65,18 +65,51 @@ fn has_exited(pid: u32) -> bool {
     })
 }
 
-/// Checks that `pid` is a running HotSpot JVM this user may attach to.
-pub fn check_target(pid: u32) -> Result<(), AttachError> {
-    let maps = match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return fail(format!("no process {pid} is running"))
+/// Whether process `pid` runs a program called `java` (its executable's name): a launcher
+/// that has not loaded libjvm yet is a JVM still starting, not "not a JVM".
+fn runs_java_launcher(pid: u32) -> bool {
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+        .is_ok_and(|exe| exe.file_name().is_some_and(|n| n == "java"))
+}
+
+/// Whether process `pid` catches SIGQUIT (bit 3 of `SigCgt` in `/proc/PID/status`). HotSpot
+/// installs its handler during start-up and never with `-Xrs`; until then SIGQUIT would end
+/// the process (and dump its core) instead of waking the attach listener.
+fn catches_sigquit(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .is_some_and(|mask| mask & (1 << (nix::sys::signal::Signal::SIGQUIT as u32 - 1)) != 0)
+    })
+}
+
+/// How often a starting JVM is looked at again.
+const START_POLL: Duration = Duration::from_millis(50);
+
+/// Checks that `pid` is a running HotSpot JVM this user may attach to. A `java` launcher that
+/// has not mapped libjvm yet (a JVM started a moment ago) is waited for, up to `timeout`.
+pub fn check_target(pid: u32, timeout: Duration) -> Result<(), AttachError> {
+    let started = Instant::now();
+    let maps = loop {
+        let maps = match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return fail(format!("no process {pid} is running"))
+            }
+            Err(e) => {
+                return fail(format!(
+                    "cannot inspect process {pid} ({e}): attach as the user the JVM runs as"
+                ))
+            }
+        };
+        let starting = !maps.lines().any(|l| l.ends_with("/libjvm.so"))
+            && !has_exited(pid)
+            && runs_java_launcher(pid);
+        if !starting || started.elapsed() >= timeout {
+            break maps;
         }
-        Err(e) => {
-            return fail(format!(
-                "cannot inspect process {pid} ({e}): attach as the user the JVM runs as"
-            ))
-        }
+        std::thread::sleep(START_POLL);
     };
     if has_exited(pid) {
         return fail(format!("process {pid} has exited"));
@@ -124,17 +157,35 @@ fn wake_listener(pid: u32, timeout: Duration) -> Result<PathBuf, AttachError> {
             "cannot create the attach trigger file {name} in the JVM's working directory or /tmp"
         ));
     };
-    // The target was checked to be a JVM, which handles SIGQUIT (it starts the attach listener)
-    // instead of dying.
-    let sent = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGQUIT,
-    )
-    .is_ok();
     let started = Instant::now();
+    // SIGQUIT only once the JVM catches it: before its handler is installed (a JVM started a
+    // moment ago), or with -Xrs, the signal would end the JVM.
+    while !catches_sigquit(pid) && started.elapsed() < timeout {
+        std::thread::sleep(START_POLL);
+    }
+    if !catches_sigquit(pid) {
+        let _ = std::fs::remove_file(&trigger);
+        return fail(format!(
+            "the JVM {pid} does not catch SIGQUIT (still starting after {} s, or started with \
+             -Xrs): it is not signalled, since SIGQUIT would end it",
+            timeout.as_secs()
+        ));
+    }
+    // Sent again every second while the trigger file is there: a JVM that is still starting
+    // may take the first signal before its attach listener can start.
+    let mut sent_at: Option<Instant> = None;
+    let mut sent = true;
     let mut ready = false;
     while sent && started.elapsed() < timeout {
-        std::thread::sleep(Duration::from_millis(50));
+        if sent_at.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            sent = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGQUIT,
+            )
+            .is_ok();
+            sent_at = Some(Instant::now());
+        }
+        std::thread::sleep(START_POLL);
         if socket.exists() {
             ready = true;
             break;
@@ -251,7 +302,7 @@ fn said(words: &str) -> String {
 /// Sends one attach request (`parts` after the protocol version) to the JVM `pid`; returns
 /// its whole reply.
 fn request(pid: u32, parts: &[&str], timeout: Duration) -> Result<String, AttachError> {
-    check_target(pid)?;
+    check_target(pid, timeout)?;
     let socket = wake_listener(pid, timeout)?;
     let mut stream = UnixStream::connect(&socket).map_err(|e| {
         AttachError(format!(
@@ -363,10 +414,27 @@ mod tests {
 
     #[test]
     fn a_process_without_libjvm_is_not_a_target() {
-        let e = check_target(std::process::id()).unwrap_err();
+        let e = check_target(std::process::id(), Duration::from_secs(5)).unwrap_err();
         assert!(e.0.contains("not a HotSpot JVM"), "{e}");
-        let e = check_target(u32::MAX - 1).unwrap_err();
+        let e = check_target(u32::MAX - 1, Duration::from_secs(5)).unwrap_err();
         assert!(e.0.contains("no process"), "{e}");
+    }
+
+    #[test]
+    fn sigquit_is_caught_only_where_a_handler_is_installed() {
+        assert!(!catches_sigquit(std::process::id()));
+        let mut shell = std::process::Command::new("bash")
+            .args(["-c", "trap 'echo quit' QUIT; sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !catches_sigquit(shell.id()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let caught = catches_sigquit(shell.id());
+        let _ = shell.kill();
+        let _ = shell.wait();
+        assert!(caught, "bash with a QUIT trap catches SIGQUIT");
     }
 
     #[test]
@@ -378,7 +446,7 @@ mod tests {
         while !has_exited(pid) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        let e = check_target(pid).unwrap_err();
+        let e = check_target(pid, Duration::from_secs(5)).unwrap_err();
         child.wait().unwrap();
         assert!(e.0.contains("has exited"), "{e}");
     }

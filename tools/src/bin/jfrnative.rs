@@ -490,7 +490,7 @@ fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<ExitCode, Fai
         .output
         .unwrap_or_else(|| default_name(&format!("jfrnative-{}", a.pid)));
     let mut session = a.common.session(&output)?;
-    attach::check_target(a.pid).map_err(|e| e.to_string())?;
+    attach::check_target(a.pid, a.attach_timeout).map_err(|e| e.to_string())?;
     let target = stage::Target::of(a.pid)?;
     // A JVM in a container, or of another user, cannot see our files: the agent and the
     // recording go into its own /tmp (removed when `stage` is dropped).
@@ -545,17 +545,28 @@ fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<ExitCode, Fai
     // Before the agent starts, so that its first chunk file is new to the watcher.
     let mut upload = start_upload(&session, upload, &live)?;
     let interrupted = session::on_interrupt(Arc::new(AtomicI32::new(0)))?;
-    let reply =
-        attach::load_agent(a.pid, &agent, &options, a.attach_timeout).map_err(|e| e.to_string())?;
-    if reply.agent_code != 0 {
-        let why = session
-            .status()
-            .filter(|s| s.is_failed())
-            .map(|s| session::agent_message(&s.message))
-            .unwrap_or_else(|| attach::refusal(a.pid, &agent, &reply));
+    // A JVM that is still starting answers the attach but gives the agent no JVMTI yet: the
+    // load is tried again, every 200 ms within the attach timeout.
+    let first_try = Instant::now();
+    let reply = loop {
+        let reply = attach::load_agent(a.pid, &agent, &options, a.attach_timeout)
+            .map_err(|e| e.to_string())?;
+        if reply.agent_code == 0 {
+            break reply;
+        }
+        let failure = session.status().filter(|s| s.is_failed());
         let _ = std::fs::remove_file(&session.status_file);
-        return Err(why);
-    }
+        let starting = failure
+            .as_ref()
+            .is_some_and(|s| s.message == agent::NOT_LIVE_YET);
+        if starting && first_try.elapsed() < a.attach_timeout {
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        }
+        return Err(failure
+            .map(|s| session::agent_message(&s.message))
+            .unwrap_or_else(|| attach::refusal(a.pid, &agent, &reply)));
+    };
     eprintln!(
         "jfrnative: recording JVM {} for {:.0?} (Ctrl-C stops early)",
         a.pid, a.duration
