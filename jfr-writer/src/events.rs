@@ -29,11 +29,13 @@ pub enum EventType {
     ThreadStart,
     /// `jdk.ThreadEnd`
     ThreadEnd,
+    /// `jfrnative.JvmCode`
+    JvmCode,
 }
 
 impl EventType {
     /// Every event type.
-    pub const ALL: [EventType; 10] = [
+    pub const ALL: [EventType; 11] = [
         EventType::CpuTimeSample,
         EventType::CpuTimeSamplesLost,
         EventType::NativeLibrary,
@@ -44,6 +46,7 @@ impl EventType {
         EventType::CpuInformation,
         EventType::ThreadStart,
         EventType::ThreadEnd,
+        EventType::JvmCode,
     ];
 
     /// The JFR name.
@@ -59,6 +62,7 @@ impl EventType {
             EventType::CpuInformation => "jdk.CPUInformation",
             EventType::ThreadStart => "jdk.ThreadStart",
             EventType::ThreadEnd => "jdk.ThreadEnd",
+            EventType::JvmCode => "jfrnative.JvmCode",
         }
     }
 }
@@ -269,6 +273,34 @@ impl Event for NativeLibrary<'_> {
         e.ulong(self.top_address);
         e.string(self.build_id);
         e.ulong(self.file_offset);
+    }
+}
+
+/// `jfrnative.JvmCode`: a range of code the JVM generated at run time (a stub, an adapter, a
+/// runtime stub, a vtable or itable stub) and its name, so that a native pc in it can be named
+/// offline: no library file holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JvmCode<'a> {
+    /// When it was seen.
+    pub start_ticks: i64,
+    /// The JVM's name for it (`jlong_disjoint_arraycopy`, `vtable stub`, `_new_array_Java`).
+    pub name: &'a str,
+    /// Its first byte.
+    pub start_address: u64,
+    /// One past its last byte.
+    pub end_address: u64,
+}
+
+impl Event for JvmCode<'_> {
+    const TYPE: EventType = EventType::JvmCode;
+    fn start_ticks(&self) -> i64 {
+        self.start_ticks
+    }
+    fn encode(&self, e: &mut Encoder<'_>) {
+        e.long(self.start_ticks);
+        e.string(Some(self.name));
+        e.ulong(self.start_address);
+        e.ulong(self.end_address);
     }
 }
 

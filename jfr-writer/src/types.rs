@@ -305,6 +305,28 @@ fn event_types(native: NativeStackEncoding) -> Vec<TypeDecl> {
             ],
         ),
         event(
+            "jfrnative.JvmCode",
+            vec![
+                Ann::Category(&["Java Virtual Machine", "Code Cache"]),
+                Ann::Label("JVM Code"),
+                Ann::Description("A range of code the JVM generated at run time (stub, adapter, runtime stub, vtable or itable stub) that a native stack reaches, with its name (jfr-native extension)"),
+            ],
+            vec![
+                start_time(),
+                field("name", "java.lang.String", vec![Ann::Label("Name")]),
+                field(
+                    "startAddress",
+                    "long",
+                    vec![Ann::Unsigned, Ann::MemoryAddress, Ann::Label("Start Address")],
+                ),
+                field(
+                    "endAddress",
+                    "long",
+                    vec![Ann::Unsigned, Ann::MemoryAddress, Ann::Label("End Address"), Ann::Description("One past its last byte")],
+                ),
+            ],
+        ),
+        event(
             "jdk.ActiveRecording",
             vec![Ann::Label("Flight Recording"), Ann::Category(&["Flight Recorder"])],
             vec![

@@ -901,7 +901,9 @@ extern "system" fn on_dynamic_code_generated(
         }
         // SAFETY: JVMTI passes the stub's NUL-terminated name, valid during the callback.
         let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
-        hotspot::stubs::record(&name, address as u64, u64::try_from(length).unwrap_or(0));
+        let (start, len) = (address as u64, u64::try_from(length).unwrap_or(0));
+        hotspot::stubs::record(&name, start, len);
+        hotspot::code_names::record(&name, start, start.saturating_add(len));
     })
 }
 

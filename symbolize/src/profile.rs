@@ -10,7 +10,7 @@ use crate::jfr::cursor::JString;
 use crate::jfr::metadata::{Class, Element};
 use crate::jfr::value::decode_instance;
 use crate::jfr::{Chunk, ReadError, Record, Value};
-use crate::resolve::LibraryRef;
+use crate::resolve::{Frame, LibraryRef, Location, Symbolizer};
 
 /// A Java frame as recorded.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,6 +120,8 @@ pub struct Lost {
 pub struct ChunkProfile {
     /// Every `jdk.NativeLibrary`, sorted by base address.
     pub libraries: Vec<LibraryRef>,
+    /// Every `jfrnative.JvmCode` (code the JVM generated: stubs, adapters), sorted by start.
+    pub jvm_code: Vec<JvmCodeRef>,
     /// Every `jdk.CPUTimeSample`, in file order.
     pub samples: Vec<Sample>,
     /// Every `jdk.ExecutionSample` (the JDK's own sampler; no CPU time, no native frames:
@@ -144,7 +146,48 @@ impl ChunkProfile {
         let lib = self.libraries.get(i.checked_sub(1)?)?;
         (pc < lib.top).then_some(lib)
     }
+
+    /// The JVM-generated code holding `pc`, as the recording names it.
+    pub fn jvm_code_of(&self, pc: u64) -> Option<&JvmCodeRef> {
+        let i = self.jvm_code.partition_point(|c| c.start <= pc);
+        let code = self.jvm_code.get(i.checked_sub(1)?)?;
+        (pc < code.end).then_some(code)
+    }
+
+    /// Resolves native `pc` (`leaf`: the interrupted pc): by the JVM's own name where the
+    /// recording names the code there (a stub), else through its library.
+    pub fn locate(&self, symbolizer: &mut Symbolizer, pc: u64, leaf: bool) -> Location {
+        match self.jvm_code_of(pc) {
+            Some(code) => Location {
+                library: Some(Arc::from(JVM_CODE_LIBRARY)),
+                address: None,
+                frames: Arc::from([Frame {
+                    name: code.name.clone(),
+                    named: true,
+                    file: None,
+                    line: None,
+                    inlined: false,
+                }]),
+            },
+            None => symbolizer.resolve(self.library_of(pc), pc, leaf),
+        }
+    }
 }
+
+/// A range of code the JVM generated at run time, with its name (`jfrnative.JvmCode`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JvmCodeRef {
+    /// The JVM's name (`StubRoutines::jlong_disjoint_arraycopy`, `vtable stub`).
+    pub name: Arc<str>,
+    /// Its first byte.
+    pub start: u64,
+    /// One past its last byte.
+    pub end: u64,
+}
+
+/// What stands for the library of JVM-generated code in every view (no file holds it). Not
+/// `[...]`: JMC reads a class name starting with '[' as an array type.
+pub const JVM_CODE_LIBRARY: &str = "jvm-generated";
 
 /// What the name of a thread that is not a Java thread ends with in reports, flame graphs and
 /// exports (`threads=all`: the JVM's GC, JIT compiler and VM threads, native threads).
@@ -159,6 +202,7 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
         .class_by_name(crate::merge::OUR_LIBRARY_EVENT)
         .or_else(|| md.class_by_name("jdk.NativeLibrary"));
     let lost_class = md.class_by_name("jdk.CPUTimeSamplesLost");
+    let jvm_code_class = md.class_by_name("jfrnative.JvmCode");
     let execution_class = md.class_by_name("jdk.ExecutionSample");
     let setting_class = md.class_by_name("jdk.ActiveSetting");
     let view = View::new(chunk);
@@ -197,6 +241,21 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
                     .filter(|s| !s.is_empty()),
                 file_offset: int("fileOffset").unwrap_or(0) as u64,
             });
+        } else if let Some(class) = jvm_code_class.filter(|c| c.id == record.type_id) {
+            let fields = view.event_fields(&record, class)?;
+            let get = |name: &str| class.field_index(name).and_then(|i| fields.get(i));
+            let int = |name: &str| get(name).and_then(Value::as_i64);
+            if let (Some(name), Some(start), Some(end)) = (
+                get("name").and_then(|v| view.string(v)),
+                int("startAddress"),
+                int("endAddress"),
+            ) {
+                profile.jvm_code.push(JvmCodeRef {
+                    name,
+                    start: start as u64,
+                    end: end as u64,
+                });
+            }
         } else if let Some(class) = setting_class.filter(|c| c.id == record.type_id) {
             let fields = view.event_fields(&record, class)?;
             let get = |name: &str| class.field_index(name).and_then(|i| fields.get(i));
@@ -282,6 +341,7 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
         }
     }
     profile.libraries.sort_by_key(|l| l.base);
+    profile.jvm_code.sort_by_key(|c| c.start);
     Ok(profile)
 }
 

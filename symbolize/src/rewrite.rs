@@ -685,7 +685,7 @@ fn native_stack(
     let (mut native_frames, mut named) = (0, 0);
     let mut push_native =
         |frames: &mut Vec<Value>, constants: &mut NewConstants<'_, '_>, pc, leaf| {
-            let location = symbolizer.resolve(profile.library_of(pc), pc, leaf);
+            let location = profile.locate(symbolizer, pc, leaf);
             // Not `[unknown]`: JMC reads a class name starting with '[' as an array type.
             let library = location
                 .library

@@ -153,6 +153,17 @@ impl JavaLayout {
         self.blob_at(at)
     }
 
+    /// Where the name of `blob` is (a NUL-terminated string in libjvm).
+    pub fn blob_name_ptr(&self, blob: &Blob) -> Option<u64> {
+        read_ptr(blob.at.checked_add(self.blob_name)?)
+    }
+
+    /// One past the last byte of `blob`.
+    pub fn blob_end(&self, blob: &Blob) -> Option<u64> {
+        let size = u64::try_from(self.blob_size.int(blob.at)?).ok()?;
+        blob.at.checked_add(size)
+    }
+
     /// The blob at `at` (already known to be one).
     pub fn blob_at(&self, at: u64) -> Option<Blob> {
         let code_begin = match self.code_start {

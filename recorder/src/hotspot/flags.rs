@@ -3,25 +3,13 @@
 //! the signal handler. They say how object fields are laid out (compressed or full-width
 //! references, compact headers) and which collector runs.
 
-use super::mem::{read_ptr, read_u8};
+use super::mem::{read_c_string, read_ptr, read_u8};
 use super::vmstructs::VmStructs;
 
 /// Most flags looked at (a bound on a table that could be misread).
 const MAX_FLAGS: u64 = 8192;
 /// Longest flag name compared.
-const MAX_NAME: usize = 64;
-
-/// The NUL-terminated string at `addr` (at most [`MAX_NAME`] bytes), fault-safely.
-fn name_at(addr: u64) -> Option<String> {
-    let mut bytes = Vec::new();
-    for i in 0..MAX_NAME as u64 {
-        match read_u8(addr.checked_add(i)?)? {
-            0 => return String::from_utf8(bytes).ok(),
-            b => bytes.push(b),
-        }
-    }
-    None
-}
+const MAX_NAME: u64 = 64;
 
 /// The value of boolean flag `name`, if the JVM has it.
 pub fn bool_flag(v: &VmStructs, name: &str) -> Option<bool> {
@@ -32,7 +20,9 @@ pub fn bool_flag(v: &VmStructs, name: &str) -> Option<bool> {
     let addr_offset = v.offset("JVMFlag", "_addr")?;
     for i in 0..count {
         let flag = table.checked_add(i.checked_mul(size)?)?;
-        let Some(text) = read_ptr(flag.checked_add(name_offset)?).and_then(name_at) else {
+        let Some(text) =
+            read_ptr(flag.checked_add(name_offset)?).and_then(|a| read_c_string(a, MAX_NAME))
+        else {
             continue;
         };
         if text == name {

@@ -59,6 +59,22 @@ pub fn read_u8(addr: u64) -> Option<u8> {
     read_uint(addr, 1).map(|v| v as u8)
 }
 
+/// The NUL-terminated string at `addr`, if it ends within `max_bytes` (off the signal handler:
+/// it allocates). UTF-8 or not, read as lossy text.
+pub fn read_c_string(addr: u64, max_bytes: u64) -> Option<String> {
+    if addr == 0 {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    for i in 0..max_bytes {
+        match read_u8(addr.checked_add(i)?)? {
+            0 => return Some(String::from_utf8_lossy(&bytes).into_owned()),
+            b => bytes.push(b),
+        }
+    }
+    None
+}
+
 /// A field: where it is in its structure and how wide it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Field {
@@ -110,5 +126,18 @@ mod tests {
         };
         assert_eq!(f.uint(at), Some(0x8877_6655));
         assert_eq!(f.int(at), Some(0x8877_6655u32 as i32 as i64));
+    }
+
+    #[test]
+    fn c_strings_are_read_up_to_their_nul_within_the_bound() {
+        crate::fault::install().unwrap();
+        let text = b"StubRoutines (final)\0garbage";
+        let at = text.as_ptr() as u64;
+        assert_eq!(
+            read_c_string(at, 64).as_deref(),
+            Some("StubRoutines (final)")
+        );
+        assert_eq!(read_c_string(at, 8), None, "no NUL within the bound");
+        assert_eq!(read_c_string(0, 64), None);
     }
 }

@@ -17,6 +17,7 @@
 
 pub mod agct;
 pub mod boundaries;
+pub mod code_names;
 pub mod codeblob;
 pub mod codecache;
 pub mod continuation;
@@ -66,6 +67,15 @@ pub fn init_java_layout() -> &'static Result<JavaLayout, String> {
 /// The Java feature release of the running JVM (17, 21, 25, ...).
 pub fn java_major(v: &VmStructs) -> Option<u32> {
     v.static_u32("Abstract_VM_Version", "_vm_major_version")
+}
+
+/// Whether `pc` is in code the JVM generated that is no Java frame: a stub (arraycopy and the
+/// other `StubRoutines`, vtable and itable stubs), an adapter, a runtime stub. Not an nmethod
+/// or the interpreter (Java frames). Signal-safe: fault-safe reads of the code cache.
+pub fn in_vm_stub(pc: u64) -> bool {
+    java_layout()
+        .and_then(|l| l.find_blob(pc))
+        .is_some_and(|b| b.kind == codeblob::BlobKind::Stub)
 }
 
 /// The layout, if [`init_java_layout`] succeeded (a lock-free read for the signal handler).

@@ -141,9 +141,11 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
         let native = native_walk(regs, map, bounds.as_ref(), &mut scratch.pcs, time_ns);
         // 5. Java walk.
         let java = java_walk(slot, map, bounds, &native, uc, scratch);
+        // 6. The JVM's stub the native walk stopped at, kept as a native frame.
+        let native = with_vm_stub(regs.pc, native, &java, &mut scratch.pcs);
         (native, java)
     });
-    // 6. Record.
+    // 7. Record.
     let sample = SampleOf {
         slot,
         pc: regs.pc,
@@ -172,6 +174,36 @@ fn native_walk(
         stats::inc(bucket);
     }
     native
+}
+
+/// Where the native walk stopped at JVM-generated code that is no Java frame (the interrupted
+/// pc in an arraycopy, vtable or itable stub, an adapter; or the return address into a
+/// runtime stub that called the VM), that pc becomes the last native frame: the writer names
+/// it (`jfrnative.JvmCode`), and the Java walk went on below it. A sample no Java walk could
+/// leave keeps its pc alone, as before ([`Stop::JvmCode`]).
+fn with_vm_stub(pc: u64, native: Sample, java: &JavaStack, pcs: &mut [u64]) -> Sample {
+    if native.stop != Stop::ReachedJava || java.count == 0 {
+        return native;
+    }
+    let stub_pc = match (native.count, native.java_entry) {
+        (0, _) if native.context.is_none() => pc,
+        (n, Some(entry)) if n > 0 => entry.pc,
+        _ => return native,
+    };
+    if !crate::hotspot::in_vm_stub(stub_pc) {
+        return native;
+    }
+    match pcs.get_mut(native.count) {
+        Some(slot) => {
+            *slot = stub_pc;
+            stats::inc(&STATS.vm_stub_frames);
+            Sample {
+                count: native.count.saturating_add(1),
+                ..native
+            }
+        }
+        None => native,
+    }
 }
 
 /// The Java step, from the context the native walk found the sample in; counts how often the

@@ -34,6 +34,9 @@ pub struct Stats {
     /// Samples that interrupted another signal's handler at its entry (the two signals arrived
     /// together) and were taken from the code that handler's signal interrupted.
     pub other_handler_entered: AtomicU64,
+    /// Samples whose last native frame is a JVM stub (arraycopy, vtable or itable stub,
+    /// adapter, runtime stub) the native walk stopped at.
+    pub vm_stub_frames: AtomicU64,
     /// Samples whose Java frames come from HotSpot's frame descriptions (AsyncGetCallTrace
     /// failed).
     pub vm_walk_used: AtomicU64,
@@ -122,6 +125,7 @@ pub static STATS: Stats = Stats {
     off_stack: AtomicU64::new(0),
     native_truncated: AtomicU64::new(0),
     other_handler_entered: AtomicU64::new(0),
+    vm_stub_frames: AtomicU64::new(0),
     vm_walk_used: AtomicU64::new(0),
     vm_walk_compared: AtomicU64::new(0),
     vm_walk_agreed: AtomicU64::new(0),
@@ -146,6 +150,7 @@ impl Stats {
             &self.off_stack,
             &self.native_truncated,
             &self.other_handler_entered,
+            &self.vm_stub_frames,
             &self.vm_walk_used,
             &self.vm_walk_compared,
             &self.vm_walk_agreed,

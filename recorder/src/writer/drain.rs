@@ -115,6 +115,8 @@ pub struct Summary {
     pub java_frames: u64,
     /// Samples of a mounted virtual thread (written as that thread).
     pub virtual_thread_samples: u64,
+    /// `jfrnative.JvmCode` events written (named stubs, summed over chunks).
+    pub jvm_code_events: u64,
     /// Samples taken while a virtual thread was mounted whose whole stack passes no
     /// continuation entry: the carrier's own code (mounting, unmounting), written as the carrier.
     pub mount_transitions: u64,
@@ -321,6 +323,15 @@ impl Drain {
             hw_threads: self.system.hw_threads,
         });
         self.libraries.start_chunk(&mut self.rec, now, first);
+    }
+
+    /// Before a chunk is finished: the libraries and the JVM-generated code its native stacks
+    /// reach, each described in the chunk itself.
+    fn finish_chunk_descriptions(&mut self) {
+        self.libraries.finish_chunk(&mut self.rec);
+        let now = self.ticks_now();
+        self.summary.jvm_code_events +=
+            crate::writer::jvm_code_events::finish_chunk(&mut self.rec, now) as u64;
     }
 
     fn thread_id(&mut self, slot: &'static Slot) -> ThreadId {
@@ -584,7 +595,7 @@ impl Drain {
         let large =
             policy.size_bytes > 0 && self.rec.chunk_event_bytes() as u64 >= policy.size_bytes;
         if old || large {
-            self.libraries.finish_chunk(&mut self.rec);
+            self.finish_chunk_descriptions();
             self.rec.rotate(ticks_at(self.origin_us, now_ns))?;
             self.chunk_start_ns = now_ns;
             self.start_chunk(false);
@@ -636,7 +647,7 @@ impl Drain {
         };
         let status_path = self.options.status.clone();
         let counts = self.counts(self.rec.totals().chunks);
-        self.libraries.finish_chunk(&mut self.rec);
+        self.finish_chunk_descriptions();
         let now = self.ticks_now();
         let result = self.rec.finish_with_totals(now).map(|(output, totals)| {
             summary.files = output.kept();
@@ -818,6 +829,13 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
     if entered > 0 {
         text.push_str(&format!(
             "\n  another signal handler at its entry: {entered} samples taken from the code its signal interrupted"
+        ));
+    }
+    let stubs = STATS.vm_stub_frames.load(Ordering::Relaxed);
+    if stubs > 0 {
+        text.push_str(&format!(
+            "\n  JVM stubs as native frames: {stubs} samples (arraycopy, vtable/itable stubs, adapters, runtime stubs); {} jfrnative.JvmCode events name them",
+            s.jvm_code_events
         ));
     }
     let r = &s.retained;

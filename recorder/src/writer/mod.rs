@@ -1,8 +1,9 @@
 //! The writer side: one thread, off the signal path, that turns the records the handlers left
 //! in the rings into a JFR file.
 //!
-//! `drain` pops the records, resolves methods (`methods`), writes `jdk.CPUTimeSample` and
-//! `jdk.NativeLibrary` events (`library_events`) through `jfr-writer`, rotates chunks into the
+//! `drain` pops the records, resolves methods (`methods`), writes `jdk.CPUTimeSample`,
+//! `jdk.NativeLibrary` events (`library_events`) and `jfrnative.JvmCode` events
+//! (`jvm_code_events`) through `jfr-writer`, rotates chunks into the
 //! file or the directory ([`output`]), and keeps the status file current ([`status`]).
 //!
 //! **What this wing may do that sampling may not:** allocate, lock, call JVMTI. **What it may
@@ -10,6 +11,7 @@
 //! or hold a lock a handler could wait on (handlers never wait).
 
 pub(crate) mod drain;
+pub(crate) mod jvm_code_events;
 pub(crate) mod library_events;
 pub(crate) mod methods;
 pub mod output;

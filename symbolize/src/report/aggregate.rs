@@ -72,6 +72,7 @@ impl Kind {
     fn of_native(library: Option<&str>, frame: &Frame) -> Kind {
         match library {
             Some(l) if l.starts_with('[') => Kind::Kernel,
+            Some(crate::profile::JVM_CODE_LIBRARY) => Kind::Vm,
             _ if !frame.named => Kind::Unsymbolized,
             Some(l) if l.starts_with("libjvm.") => Kind::Vm,
             _ if frame.inlined => Kind::NativeInlined,
@@ -348,7 +349,7 @@ impl Aggregate {
         leaf: bool,
     ) {
         let library = profile.library_of(pc);
-        let location = symbolizer.resolve(library, pc, leaf);
+        let location = profile.locate(symbolizer, pc, leaf);
         for f in location.frames.iter() {
             let key = FrameKey {
                 name: f.name.clone(),
