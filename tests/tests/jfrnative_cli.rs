@@ -673,6 +673,24 @@ fn attach_records_a_running_jvm_twice_and_leaves_it_running() {
     }
 }
 
+/// `jfrnative attach` to `jvm` for 2 s into `recording`: it succeeds, records Burner's
+/// threads, and leaves the JVM running.
+fn attach_and_check(jdk: &Jdk, jvm: &mut TestJvm, recording: &Path, what: &str) {
+    let out = jfrnative()
+        .args(["attach", &jvm.id().to_string(), "-d", "2s", "-o"])
+        .arg(recording)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(
+        out.status.success(),
+        "{} {what}: {stdout}\n{stderr}",
+        jdk.name()
+    );
+    check_outputs(jdk, recording, &stdout, "level3");
+    assert!(jvm.is_running(), "the JVM keeps running");
+}
+
 /// `java ... & jfrnative attach $!`: the attach comes while the JVM starts (before libjvm is
 /// mapped, before HotSpot catches SIGQUIT, before JVMTI is live, whichever a round meets). The
 /// attach waits for each and records; the JVM is never signalled to death.
@@ -692,19 +710,7 @@ fn attach_right_after_the_jvm_starts_waits_for_it() {
             // The rounds meet the JVM at different points of its start.
             std::thread::sleep(Duration::from_millis(150 * round));
             let recording = dir.join(format!("early{round}.jfr"));
-            let out = jfrnative()
-                .args(["attach", &jvm.id().to_string(), "-d", "2s", "-o"])
-                .arg(&recording)
-                .output()
-                .unwrap();
-            let (stdout, stderr) = text(&out);
-            assert!(
-                out.status.success(),
-                "{} round {round}: {stdout}\n{stderr}",
-                jdk.name()
-            );
-            check_outputs(&jdk, &recording, &stdout, "level3");
-            assert!(jvm.is_running(), "the JVM keeps running");
+            attach_and_check(&jdk, &mut jvm, &recording, &format!("round {round}"));
         }
     }
 }
@@ -718,16 +724,7 @@ fn attach_to_a_jvm_started_with_xrs_needs_no_signal() {
     };
     let dir = out_dir("attach-xrs");
     let mut jvm = start_jvm(&jdk, &["-Xrs"], 600.0);
-    let recording = dir.join("xrs.jfr");
-    let out = jfrnative()
-        .args(["attach", &jvm.id().to_string(), "-d", "2s", "-o"])
-        .arg(&recording)
-        .output()
-        .unwrap();
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    check_outputs(&jdk, &recording, &stdout, "level3");
-    assert!(jvm.is_running(), "the JVM keeps running");
+    attach_and_check(&jdk, &mut jvm, &dir.join("xrs.jfr"), "-Xrs");
 }
 
 /// In the demo, zlib's and qsort's samples (libraries without frame pointers) reach their JNI

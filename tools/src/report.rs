@@ -6,6 +6,7 @@
 //! `DIR/` (one file per chunk) the same names are made from `DIR`, beside it. The short report
 //! goes to the terminal.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -111,6 +112,16 @@ pub struct Summary {
     pub notes: Vec<String>,
 }
 
+/// The bytes of one input: the merge (`--merge`), read in place, or `file`, read from disk.
+pub fn input_bytes<'a>(merged: Option<&'a [u8]>, file: &Path) -> io::Result<Cow<'a, [u8]>> {
+    Ok(match merged {
+        Some(bytes) => bytes.into(),
+        None => std::fs::read(file)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", file.display())))?
+            .into(),
+    })
+}
+
 fn create(path: &Path) -> io::Result<io::BufWriter<std::fs::File>> {
     std::fs::File::create(path)
         .map(io::BufWriter::new)
@@ -157,15 +168,7 @@ pub fn write(
     let mut pass = symbolize::driver::Pass::new(&mut symbolizer, &filter, &tool);
     let mut damaged = Vec::new();
     for (i, file) in files.iter().enumerate() {
-        // The merge is read in place; a file is read from disk.
-        let bytes: std::borrow::Cow<'_, [u8]> = match &merged {
-            Some(bytes) => bytes.as_slice().into(),
-            None => std::fs::read(file)
-                .map_err(|e| {
-                    io::Error::new(e.kind(), format!("cannot read {}: {e}", file.display()))
-                })?
-                .into(),
-        };
+        let bytes = input_bytes(merged.as_deref(), file)?;
         let last = i + 1 == files.len();
         let read = pass.add_file(&bytes, Some(&mut jfr), last, &mut |_, _| {})?;
         if let Some(e) = read.error {

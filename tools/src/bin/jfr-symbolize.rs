@@ -464,15 +464,7 @@ fn run(args: &Args, upload: Option<&(Endpoint, Vec<(String, String)>)>) -> io::R
     // Damaged files, with what stopped them; reading goes on with the next file.
     let mut damaged = Vec::new();
     for (i, (file, &size)) in files.iter().zip(&sizes).enumerate() {
-        // The merge is read in place; a file is read from disk.
-        let bytes: std::borrow::Cow<'_, [u8]> = match &merged {
-            Some(bytes) => bytes.as_slice().into(),
-            None => std::fs::read(file)
-                .map_err(|e| {
-                    io::Error::new(e.kind(), format!("cannot read {}: {e}", file.display()))
-                })?
-                .into(),
-        };
+        let bytes = tools::report::input_bytes(merged.as_deref(), file)?;
         let mut progress = |done: usize, _: usize| {
             if show_progress {
                 let at = done_bytes + done as u64;
