@@ -309,7 +309,7 @@ fn event_types(native: NativeStackEncoding) -> Vec<TypeDecl> {
             vec![
                 Ann::Category(&["Java Virtual Machine", "Code Cache"]),
                 Ann::Label("JVM Code"),
-                Ann::Description("A range of code the JVM generated at run time (stub, adapter, runtime stub, vtable or itable stub) that a native stack reaches, with its name (jfr-native extension)"),
+                Ann::Description("Named code the JVM generated (a stub) that native stacks reach (jfr-native extension)"),
             ],
             vec![
                 start_time(),
@@ -322,7 +322,7 @@ fn event_types(native: NativeStackEncoding) -> Vec<TypeDecl> {
                 field(
                     "endAddress",
                     "long",
-                    vec![Ann::Unsigned, Ann::MemoryAddress, Ann::Label("End Address"), Ann::Description("One past its last byte")],
+                    vec![Ann::Unsigned, Ann::MemoryAddress, Ann::Label("End Address")],
                 ),
             ],
         ),

@@ -89,6 +89,32 @@ pub fn cpu_sample_events(jdk: &Jdk, path: &Path) -> Result<Vec<Value>, String> {
     }
 }
 
+/// The `jfrnative.JvmCode` events of `path` (code the JVM generated, named) as `jfr print
+/// --json` of `jdk` reads them: (name, start, end).
+pub fn jvm_code_ranges(jdk: &Jdk, path: &Path) -> Result<Vec<(String, u64, u64)>, String> {
+    let text = run(Command::new(jdk.tool("jfr"))
+        .args(["print", "--json", "--events", "jfrnative.JvmCode"])
+        .arg(path))?;
+    let json: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("invalid JSON from {}: {e}", jdk.name()))?;
+    json["recording"]["events"]
+        .as_array()
+        .ok_or("no recording.events array")?
+        .iter()
+        .map(|e| {
+            let v = &e["values"];
+            match (
+                v["name"].as_str(),
+                v["startAddress"].as_u64(),
+                v["endAddress"].as_u64(),
+            ) {
+                (Some(name), Some(start), Some(end)) => Ok((name.to_string(), start, end)),
+                _ => Err(format!("a jfrnative.JvmCode event without its fields: {v}")),
+            }
+        })
+        .collect()
+}
+
 /// The CPU time of the lost samples (`jdk.CPUTimeSamplesLost.lostCpuTime`, a jfr-native field)
 /// by thread name, in ticks of [`CLOCK`], as `jfr print --json` of `jdk` reads it.
 pub fn lost_cpu_ticks_by_thread(jdk: &Jdk, path: &Path) -> Result<BTreeMap<String, u64>, String> {

@@ -15,9 +15,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use serde_json::Value;
-use tests::jdk::{oracle_jdks, Jdk};
-use tests::readers::{jfr_json, run};
+use tests::jdk::oracle_jdks;
+use tests::readers::{jfr_json, jvm_code_ranges};
 use tests::reading::SampleView;
 use tests::workload::{agent_library, build_once, javac, jfr_symbolize, run_java};
 
@@ -33,28 +32,6 @@ fn vmstubs_dir() -> PathBuf {
     build_once(&BUILT, "vmstubs", |jdk, src, dir| {
         javac(jdk, &src.join("VmStubs.java"), dir)
     })
-}
-
-/// The `jfrnative.JvmCode` events of a raw recording: (name, start, end).
-fn jvm_code_events(jdk: &Jdk, file: &std::path::Path) -> Vec<(String, u64, u64)> {
-    let text = run(Command::new(jdk.tool("jfr"))
-        .args(["print", "--json", "--events", "jfrnative.JvmCode"])
-        .arg(file))
-    .unwrap();
-    let json: Value = serde_json::from_str(&text).unwrap();
-    json["recording"]["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            let v = &e["values"];
-            (
-                v["name"].as_str().unwrap().to_string(),
-                v["startAddress"].as_u64().unwrap(),
-                v["endAddress"].as_u64().unwrap(),
-            )
-        })
-        .collect()
 }
 
 /// The share of `thread`'s samples for which `holds` is true.
@@ -101,7 +78,7 @@ fn samples_in_jvm_stubs_keep_the_stub_as_a_named_native_frame() {
         assert!(stderr.contains("JVM stubs as native frames"), "{stderr}");
 
         // The raw file: the pc is kept, and the file names the code it is in.
-        let code = jvm_code_events(&jdk, &file);
+        let code = jvm_code_ranges(&jdk, &file).unwrap();
         let named = |pc: u64| {
             code.iter()
                 .find(|(_, start, end)| *start <= pc && pc < *end)
