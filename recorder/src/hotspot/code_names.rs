@@ -30,8 +30,11 @@ pub struct Named {
 /// By start: (end, name).
 static NAMES: Mutex<BTreeMap<u64, (u64, Arc<str>)>> = Mutex::new(BTreeMap::new());
 
-/// Records `name` for `[start, end)` (a `DynamicCodeGenerated` event). A range that overlaps
-/// earlier ones replaces them (the code cache reuses its space).
+/// Records `name` for `[start, end)` (a `DynamicCodeGenerated` event). A range that holds
+/// recorded ones whole is a blob's (`StubRoutines (1)`, replayed by `GenerateEvents` after the
+/// stubs inside it): those keep their names, and the rest of the blob is named by the blob
+/// itself ([`name_of`]). Otherwise a range that overlaps earlier ones replaces them (the code
+/// cache reuses its space).
 pub fn record(name: &str, start: u64, end: u64) {
     if end <= start {
         return;
@@ -51,6 +54,14 @@ pub fn record(name: &str, start: u64, end: u64) {
         .take_while(|(_, (e, _))| *e > start)
         .map(|(s, _)| *s)
         .collect();
+    let holds_one = overlapping.iter().any(|s| {
+        names
+            .get(s)
+            .is_some_and(|(e, _)| start <= *s && *e <= end && (*s, *e) != (start, end))
+    });
+    if holds_one {
+        return;
+    }
     for s in overlapping {
         names.remove(&s);
     }
@@ -115,6 +126,11 @@ mod tests {
         assert_eq!(recorded(0x10ff).unwrap().end, 0x1100);
         assert_eq!(recorded(0x1100), None);
         assert_eq!(recorded(0xfff), None);
+        // A blob's range replayed after the stubs in it: the stubs keep their names.
+        record("StubRoutines (1)", 0x800, 0x3000);
+        assert_eq!(&*recorded(0x1000).unwrap().name, "jlong_disjoint_arraycopy");
+        assert_eq!(&*recorded(0x2000).unwrap().name, "vtable stub");
+        assert_eq!(recorded(0x900), None, "named by the blob itself");
         // The code cache reused the space: the new stub's name wins.
         record("itable stub", 0x1080, 0x2010);
         assert_eq!(&*recorded(0x1000 + 0x90).unwrap().name, "itable stub");
