@@ -536,6 +536,15 @@ mod tests {
         in_libc.native_pcs = 1;
         let mut in_stub = sample(vec![native("unknown", "0x7f00dead0000")]);
         in_stub.native_pcs = 1;
+        let mut in_named_stub = sample(vec![
+            native("jvm-generated", "StubRoutines::jbyte_disjoint_arraycopy"),
+            java("C", "sortOnce"),
+        ]);
+        in_named_stub.native_pcs = 1;
+        assert!(
+            !in_named_stub.native_leaf(),
+            "JVM code is no native library"
+        );
         // A Deoptimization:: function below a Java frame is not the leaf's transition.
         let later = sample(vec![
             native("libc.so.6", "qsort"),

@@ -80,14 +80,18 @@ pub struct Sample {
 
 impl Sample {
     /// Whether the leaf is in a native library: the raw file has native pcs and, when the
-    /// symbolized stack was read, its leaf is a native frame of a library (not `unknown`: a pc
-    /// in JVM-generated code that no walk could leave, which the agent keeps alone).
+    /// symbolized stack was read, its leaf is a native frame of a library. Not JVM-generated
+    /// code (`jvm-generated`: a stub, named; or a pc of JIT code that no walk could leave,
+    /// which the agent keeps alone), nor a pc no recording names (`unknown`).
     pub fn native_leaf(&self) -> bool {
         if self.native_pcs == 0 {
             return false;
         }
         match self.symbolized.first() {
-            Some(leaf) => leaf.symbolized_native && leaf.class != "unknown",
+            Some(leaf) => {
+                leaf.symbolized_native
+                    && !matches!(leaf.class.as_str(), "unknown" | "jvm-generated")
+            }
             None => true,
         }
     }
