@@ -583,8 +583,10 @@ fn run_drain(
     });
     while !agent.stop.load(Ordering::Acquire) {
         std::thread::park_timeout(DRAIN_PERIOD);
+        // Not before the recording is on: `start` sets it after the writer is ready, and a
+        // thread the first scan found and could not arm then would be taken as armed.
         if let Some(scanner) = scanner.as_mut() {
-            if scanner.due(os::monotonic_ns()) {
+            if RECORDING.load(Ordering::Acquire) && scanner.due(os::monotonic_ns()) {
                 scan_threads(agent, scanner);
             }
         }
