@@ -147,11 +147,11 @@ impl ChunkProfile {
         (pc < lib.top).then_some(lib)
     }
 
-    /// The JVM-generated code holding `pc`, as the recording names it.
+    /// The JVM-generated code holding `pc`, as the recording names it: the innermost range
+    /// (a blob's range may hold the stubs a chunk names apart).
     pub fn jvm_code_of(&self, pc: u64) -> Option<&JvmCodeRef> {
         let i = self.jvm_code.partition_point(|c| c.start <= pc);
-        let code = self.jvm_code.get(i.checked_sub(1)?)?;
-        (pc < code.end).then_some(code)
+        self.jvm_code.get(..i)?.iter().rev().find(|c| pc < c.end)
     }
 
     /// Resolves native `pc` (`leaf`: the interrupted pc): by the JVM's own name where the
@@ -590,6 +590,35 @@ impl<'c, 'a> View<'c, 'a> {
 #[cfg(test)]
 mod tests {
     use super::duration_ns;
+    use super::{ChunkProfile, JvmCodeRef};
+    use std::sync::Arc;
+
+    #[test]
+    fn jvm_code_is_found_in_the_innermost_named_range() {
+        let code = |name: &str, start: u64, end: u64| JvmCodeRef {
+            name: Arc::from(name),
+            start,
+            end,
+        };
+        let profile = ChunkProfile {
+            jvm_code: vec![
+                code("StubRoutines (1)", 0x1000, 0x9000),
+                code("StubRoutines::jbyte_arraycopy", 0x2000, 0x2100),
+                code("vtable stub", 0xa000, 0xa020),
+            ],
+            ..ChunkProfile::default()
+        };
+        let name = |pc| profile.jvm_code_of(pc).map(|c| &*c.name);
+        assert_eq!(name(0x2050), Some("StubRoutines::jbyte_arraycopy"));
+        assert_eq!(
+            name(0x2100),
+            Some("StubRoutines (1)"),
+            "past the stub, in its blob"
+        );
+        assert_eq!(name(0xa01f), Some("vtable stub"));
+        assert_eq!(name(0x9500), None);
+        assert_eq!(name(0xfff), None);
+    }
 
     #[test]
     fn intervals_read_as_the_agent_and_the_jdk_write_them() {
