@@ -34,6 +34,7 @@ use super::codeblob::{Blob, BlobKind};
 use super::layout::JavaLayout;
 use super::mem::read_ptr;
 use super::scopes::{Scope, MAX_SCOPES};
+use super::stub_exit;
 use super::stubs::{self, StubKind};
 use crate::unwind::{Memory, NativeFrames, Regs};
 
@@ -327,21 +328,45 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                     // carrier's frames below are not its own).
                     return self.emit_compiled(&blob, at, out);
                 }
-                BlobKind::Nmethod | BlobKind::NativeNmethod => {
-                    let next = self.compiled_sender(&blob, at);
-                    let built = blob.frame_complete_at(at.pc);
-                    if next.is_none() && !(at.top && built && blob.kind == BlobKind::Nmethod) {
-                        return None;
-                    }
-                    if !self.emit_compiled(&blob, at, out)? {
+                // A return address without debug information: of a leaf call from the method
+                // body or from an out-of-line stub (GC barriers, C1's slow paths).
+                BlobKind::Nmethod if !at.top && !self.layout.has_pc_desc(&blob, at.pc) => {
+                    let next = self.undescribed_sender(&blob, at, false)?;
+                    if !self.emit_method_only(&blob, out)? {
                         return Some(false);
                     }
-                    // The interrupted nmethod's own frames are known by its pc even when its
-                    // sender is not (a virtual thread's frames below are still frozen in the
-                    // heap, under Loom's return barrier): written, and the walk is cut. Only
-                    // past the prologue: before it, the next PcDesc may belong to a callee
-                    // inlined further on.
-                    next?
+                    next
+                }
+                BlobKind::Nmethod | BlobKind::NativeNmethod => {
+                    let next = self.compiled_sender(&blob, at);
+                    // Interrupted in an out-of-line stub (saving or restoring registers around
+                    // its call): the method's frame is where the stub jumps back.
+                    let crossed = match next {
+                        None if at.top && blob.kind == BlobKind::Nmethod => {
+                            self.undescribed_sender(&blob, at, true)
+                        }
+                        _ => None,
+                    };
+                    if let Some(crossed) = crossed {
+                        if !self.emit_method_only(&blob, out)? {
+                            return Some(false);
+                        }
+                        crossed
+                    } else {
+                        let built = blob.frame_complete_at(at.pc);
+                        if next.is_none() && !(at.top && built && blob.kind == BlobKind::Nmethod) {
+                            return None;
+                        }
+                        if !self.emit_compiled(&blob, at, out)? {
+                            return Some(false);
+                        }
+                        // The interrupted nmethod's own frames are known by its pc even when
+                        // its sender is not (a virtual thread's frames below are still frozen
+                        // in the heap, under Loom's return barrier): written, and the walk is
+                        // cut. Only past the prologue: before it, the next PcDesc may belong
+                        // to a callee inlined further on.
+                        next?
+                    }
                 }
                 BlobKind::Interpreter => {
                     let next = self.interpreted_sender(at)?;
@@ -429,6 +454,58 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             }
         }
         Some(true)
+    }
+
+    /// The frame of nmethod `blob` at a pc without debug information (a return address
+    /// with no PcDesc, a pc in an out-of-line stub): its own method, with an unknown bytecode
+    /// index. The methods inlined into it there are not known, and are not guessed from the
+    /// next PcDesc (which may belong to another scope). False when the output is full.
+    fn emit_method_only(&self, blob: &Blob, out: &mut Out<'_>) -> Option<bool> {
+        let method = read_ptr(blob.at.checked_add(self.layout.nm_method)?)?;
+        Some(out.push(JavaFrame {
+            method_id: self.layout.jmethod_id(method)?,
+            bci: -1,
+            kind: kind::JIT_COMPILED,
+        }))
+    }
+
+    /// The sender of nmethod `blob`'s frame at `at`, a pc without debug information. If the
+    /// code from the pc jumps back into the method body (an out-of-line stub,
+    /// [`stub_exit::follow`]), the frame is where it jumps back, above what the stub still
+    /// had pushed; else (with `exit_only` false) it is the frame at `at` (a leaf call from the
+    /// body). Either way the sender, below the method's frame size, must be a call site.
+    fn undescribed_sender(&self, blob: &Blob, at: At, exit_only: bool) -> Option<At> {
+        if blob.frame_bytes < 16 {
+            return None;
+        }
+        let exit = stub_exit::follow(at.pc, |target| {
+            self.layout
+                .find_blob(target)
+                .is_some_and(|b| b.at == blob.at)
+        });
+        let sp = match exit {
+            Some(exit) => at.sp.checked_add(exit.sp_up)?,
+            None if exit_only => return None,
+            None => at.sp,
+        };
+        let body = At { sp, ..at };
+        let next = self.sender(body, sp.checked_add(blob.frame_bytes)?, Saved::BelowReturn)?;
+        self.known_sender(next)
+    }
+
+    /// `next` if its pc is where a compiled frame returns to: a call site
+    /// ([`Self::call_site`]), a virtual thread's return barrier, or a native method's wrapper
+    /// (`Continuation.enterSpecial`).
+    fn known_sender(&self, next: At) -> Option<At> {
+        if stubs::find(next.pc).is_some_and(|s| s.kind == StubKind::Continuation)
+            || self
+                .layout
+                .find_blob(next.pc)
+                .is_some_and(|b| b.kind == BlobKind::NativeNmethod)
+        {
+            return Some(next);
+        }
+        self.call_site(next, false)
     }
 
     /// The frame of an interpreted method. `registers` (r13, rbx) are given for the top

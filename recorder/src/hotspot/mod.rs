@@ -29,6 +29,7 @@ pub mod method;
 pub mod oops;
 pub mod sample;
 pub mod scopes;
+pub mod stub_exit;
 pub mod stubs;
 pub mod symtab;
 pub mod threads;
@@ -58,6 +59,8 @@ static JNI_ENV_OFFSET: AtomicI64 = AtomicI64::new(0);
 /// not describe.
 pub fn init_java_layout() -> &'static Result<JavaLayout, String> {
     JAVA_LAYOUT.get_or_init(|| {
+        // The decoder's tables, built here, off the signal handler that reads them.
+        stub_exit::prime();
         let v = vm_structs().ok_or("gHotSpotVMStructs")?;
         let major = java_major(v).ok_or("Abstract_VM_Version::_vm_major_version")?;
         JavaLayout::new(v, major)

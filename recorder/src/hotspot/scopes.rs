@@ -154,6 +154,14 @@ impl JavaLayout {
         self.scope_decode_offset.int(found)
     }
 
+    /// Whether nmethod `blob` has a PcDesc at exactly `pc` (debug information for a return
+    /// address there); a binary search, no scope is read.
+    pub fn has_pc_desc(&self, blob: &Blob, pc: u64) -> bool {
+        self.tables(blob.at)
+            .and_then(|t| self.scope_offset(blob, &t, pc, false))
+            .is_some()
+    }
+
     /// The scopes at `pc` of nmethod `blob` (method `method`), innermost first, into `out`;
     /// the count, or `None` if the PcDesc is missing or the chain does not end at `method`.
     pub fn scopes_at(

@@ -1,0 +1,289 @@
+//! The way out of an out-of-line stub of compiled code: from a pc in the stub (the return
+//! address of its call into libjvm, or the interrupted instruction) to its jump back into the
+//! method body, and how far the stack pointer moves on the way.
+//!
+//! C2 and C1 put the slow paths of GC barriers, monitors and class-initialization patching
+//! after the method body. Such a stub saves the live registers below the method's frame (an
+//! area whose size depends on the registers live there, vector registers included), calls
+//! the runtime without a frame anchor, restores the registers and jumps back. The stub has no
+//! debug information and no frame size of its own; its code says both where it returns and
+//! how much it pushed. The instructions from the pc to the jump are decoded with `iced-x86`
+//! (decoder only: no allocation; its tables are built once, off the signal handler, by
+//! [`prime`]), following the stack pointer through `push`/`pop`, `add`/`sub`/`lea` of `rsp`.
+//! Anything else that writes `rsp`, a return or an indirect branch ends the search with
+//! nothing: no frame is guessed. The caller checks the result against the method's frame
+//! (its sender must be a call site).
+
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
+
+use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, Instruction, OpKind, Register};
+
+use crate::fault;
+
+/// Bytes of code copied at a time.
+const WINDOW: usize = 256;
+/// Most instructions decoded (a stub restoring 32 vector and 16 general registers has ~60).
+const MAX_INSTRUCTIONS: usize = 384;
+/// Most forward jumps followed inside the code.
+const MAX_JUMPS: usize = 4;
+/// Most bytes a stub may have pushed (a bound on a misread).
+const MAX_PUSHED: i64 = 64 * 1024;
+
+/// Where a stub goes back to the method body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exit {
+    /// The jump's target.
+    pub target: u64,
+    /// How far `rsp` moves up from the pc to the jump (bytes the stub still had pushed).
+    pub sp_up: u64,
+}
+
+/// Builds the decoder's tables (a lazily initialized static of `iced-x86`, allocated on first
+/// use): called once off the signal handler, before any sample.
+pub fn prime() {
+    let mut decoder = Decoder::new(64, &[0x90], DecoderOptions::NONE);
+    let _ = decoder.decode();
+}
+
+/// A copy of code bytes, refilled as the decoding moves on.
+struct Window {
+    bytes: [u8; WINDOW],
+    /// Address of `bytes[0]` (8-byte aligned).
+    base: u64,
+    /// Valid bytes.
+    len: usize,
+}
+
+impl Window {
+    /// Copies up to [`WINDOW`] bytes from the word holding `at` (fewer where memory ends).
+    fn fill(&mut self, at: u64) -> bool {
+        self.base = at & !7;
+        self.len = 0;
+        for chunk in self.bytes.chunks_exact_mut(8) {
+            let Some(addr) = self.base.checked_add(self.len as u64) else {
+                break;
+            };
+            let Some(word) = fault::read_u64(addr) else {
+                break;
+            };
+            chunk.copy_from_slice(&word.to_le_bytes());
+            self.len = self.len.saturating_add(8);
+        }
+        at.checked_sub(self.base)
+            .is_some_and(|skip| (skip as usize) < self.len)
+    }
+
+    /// The instruction at `ip`, refilling the window when it is outside or too near its end.
+    fn decode(&mut self, ip: u64) -> Option<Instruction> {
+        let inside = ip
+            .checked_sub(self.base)
+            .map(|o| o as usize)
+            .filter(|&o| o.saturating_add(15) < self.len || (self.len < WINDOW && o < self.len));
+        let offset = match inside {
+            Some(o) => o,
+            None => {
+                if !self.fill(ip) {
+                    return None;
+                }
+                ip.checked_sub(self.base)? as usize
+            }
+        };
+        let code = self.bytes.get(offset..self.len)?;
+        let mut decoder = Decoder::with_ip(64, code, ip, DecoderOptions::NONE);
+        let instruction = decoder.decode();
+        (!instruction.is_invalid()).then_some(instruction)
+    }
+}
+
+/// How an instruction moves `rsp`: `Some(bytes up)` (negative: down), `None` if it writes
+/// `rsp` in a way not followed.
+fn sp_change(i: &Instruction) -> Option<i64> {
+    match i.code() {
+        Code::Push_r64 | Code::Pushq_imm8 | Code::Pushq_imm32 | Code::Pushfq => return Some(-8),
+        Code::Pop_r64 if i.op0_register() != Register::RSP => return Some(8),
+        Code::Popfq => return Some(8),
+        // A direct call returns with `rsp` as it was.
+        Code::Call_rel32_64 => return Some(0),
+        Code::Add_rm64_imm8 | Code::Add_rm64_imm32 if writes_rsp(i) => {
+            return Some(i.immediate(1) as i64);
+        }
+        Code::Sub_rm64_imm8 | Code::Sub_rm64_imm32 if writes_rsp(i) => {
+            return (i.immediate(1) as i64).checked_neg();
+        }
+        Code::Lea_r64_m if writes_rsp(i) => {
+            let plain = i.memory_base() == Register::RSP && i.memory_index() == Register::None;
+            return plain.then_some(i.memory_displacement64() as i64);
+        }
+        _ => {}
+    }
+    if i.is_stack_instruction() || uses_rsp_register(i) {
+        return None;
+    }
+    Some(0)
+}
+
+/// Whether the first operand is the register `rsp`.
+fn writes_rsp(i: &Instruction) -> bool {
+    i.op0_kind() == OpKind::Register && i.op0_register() == Register::RSP
+}
+
+/// Whether any operand is `rsp` (or a part of it) as a register (not as a memory base).
+fn uses_rsp_register(i: &Instruction) -> bool {
+    (0..i.op_count()).any(|n| {
+        i.op_kind(n) == OpKind::Register && i.op_register(n).full_register() == Register::RSP
+    })
+}
+
+/// Follows the code from `pc` to a jump back to an address below `pc` for which `is_body`
+/// holds (the method body of the same blob), and how much `rsp` moves on the way. Direct
+/// calls are stepped over (they return with `rsp` unchanged); conditional branches are not
+/// taken (the stub's paths meet again before the exit); forward jumps within the code are
+/// followed. `None` if the code leaves otherwise (a return, an indirect branch), writes `rsp`
+/// in a way not followed, or is not readable. Signal-safe: no allocation, fault-safe reads.
+pub fn follow(pc: u64, is_body: impl Fn(u64) -> bool) -> Option<Exit> {
+    let mut window = Window {
+        bytes: [0; WINDOW],
+        base: 0,
+        len: 0,
+    };
+    let mut ip = pc;
+    let mut up: i64 = 0;
+    let mut jumps = 0usize;
+    for _ in 0..MAX_INSTRUCTIONS {
+        let i = window.decode(ip)?;
+        up = up.checked_add(sp_change(&i)?)?;
+        if !(-MAX_PUSHED..=MAX_PUSHED).contains(&up) {
+            return None;
+        }
+        match i.flow_control() {
+            FlowControl::Next | FlowControl::ConditionalBranch | FlowControl::Call => {
+                ip = i.next_ip();
+            }
+            FlowControl::UnconditionalBranch if i.op0_kind() == OpKind::NearBranch64 => {
+                let target = i.near_branch_target();
+                if target < pc && is_body(target) {
+                    return (up >= 0 && up % 8 == 0).then_some(Exit {
+                        target,
+                        sp_up: up as u64,
+                    });
+                }
+                jumps = jumps.saturating_add(1);
+                if target <= ip || jumps > MAX_JUMPS {
+                    return None;
+                }
+                ip = target;
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+mod tests {
+    use super::*;
+
+    /// `code` placed at an 8-byte aligned address after a body of `body` bytes of `nop`s;
+    /// returns the buffer and the address of the stub's first byte.
+    fn placed(body: usize, code: &[u8]) -> (Vec<u64>, u64) {
+        let mut bytes = vec![0x90u8; body];
+        bytes.extend_from_slice(code);
+        bytes.resize(bytes.len().div_ceil(8) * 8 + 64, 0xcc);
+        let words: Vec<u64> = bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let start = words.as_ptr() as u64;
+        (words, start + body as u64)
+    }
+
+    fn follow_in(body: usize, code: &[u8]) -> (Option<Exit>, u64) {
+        crate::fault::install().unwrap();
+        prime();
+        let (words, stub) = placed(body, code);
+        let begin = words.as_ptr() as u64;
+        let exit = follow(stub, |a| a >= begin && a < stub);
+        (exit, begin)
+    }
+
+    /// rel32 of a `jmp` at `at` (5 bytes) to `to`.
+    fn rel32(at: usize, to: usize) -> [u8; 4] {
+        ((to as i64 - (at as i64 + 5)) as i32).to_le_bytes()
+    }
+
+    #[test]
+    fn a_zgc_style_restore_is_followed_to_the_body() {
+        // mov rbx, rax; vmovdqu ymm1, [rsp+0x20]; mov rcx, [rsp+8]; pop rdx; add rsp, 0x48;
+        // jmp body+16
+        let mut code = vec![0x48, 0x89, 0xc3];
+        code.extend_from_slice(&[0xc5, 0xfe, 0x6f, 0x4c, 0x24, 0x20]);
+        code.extend_from_slice(&[0x48, 0x8b, 0x4c, 0x24, 0x08]);
+        code.push(0x5a);
+        code.extend_from_slice(&[0x48, 0x83, 0xc4, 0x48]);
+        let at = 64 + code.len();
+        code.push(0xe9);
+        code.extend_from_slice(&rel32(at, 16));
+        let (exit, begin) = follow_in(64, &code);
+        assert_eq!(
+            exit,
+            Some(Exit {
+                target: begin + 16,
+                sp_up: 8 + 0x48
+            })
+        );
+    }
+
+    #[test]
+    fn a_c1_stub_jumps_back_at_once_and_lea_and_calls_are_followed() {
+        // lea rsp, [rsp+0x10]; call rel32 (stepped over); jne +0 (not taken); jmp short back
+        let mut code = vec![0x48, 0x8d, 0x64, 0x24, 0x10];
+        code.extend_from_slice(&[0xe8, 0, 0, 0, 0]);
+        code.extend_from_slice(&[0x75, 0x00]);
+        let at = 32 + code.len();
+        code.extend_from_slice(&[0xeb, (8i64 - (at as i64 + 2)) as i8 as u8]);
+        let (exit, begin) = follow_in(32, &code);
+        assert_eq!(
+            exit,
+            Some(Exit {
+                target: begin + 8,
+                sp_up: 0x10
+            })
+        );
+    }
+
+    #[test]
+    fn code_that_leaves_otherwise_gives_nothing() {
+        // add rsp, 8; ret
+        assert_eq!(follow_in(16, &[0x48, 0x83, 0xc4, 0x08, 0xc3]).0, None);
+        // mov rsp, rbp; jmp back
+        let mut code = vec![0x48, 0x89, 0xec];
+        code.push(0xe9);
+        code.extend_from_slice(&rel32(16 + 3, 0));
+        assert_eq!(follow_in(16, &code).0, None);
+        // jmp rax
+        assert_eq!(follow_in(16, &[0xff, 0xe0]).0, None);
+        // a jump back with more pushed than popped (push rax; jmp back)
+        let mut code = vec![0x50, 0xe9];
+        code.extend_from_slice(&rel32(16 + 1, 0));
+        assert_eq!(follow_in(16, &code).0, None);
+        // a jump back to an address that is no body
+        let mut code = vec![0xe9];
+        code.extend_from_slice(&rel32(16, 0));
+        crate::fault::install().unwrap();
+        let (_words, stub) = placed(16, &code);
+        assert_eq!(follow(stub, |_| false), None);
+        // unreadable code
+        assert_eq!(follow(8, |_| true), None);
+    }
+}
