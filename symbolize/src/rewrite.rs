@@ -700,7 +700,9 @@ fn native_stack(
     for (i, &pc) in sample.native.iter().enumerate() {
         push_native(&mut frames, constants, pc, i == 0);
     }
-    let mut java_truncated = false;
+    // A sample without a Java stack trace (the recorder's Java walk failed: the thread ran
+    // Java code below these native frames that no walk could show) is cut short.
+    let mut java_truncated = true;
     if let Some(trace) = java_trace {
         if let Some(Value::Struct(fields)) = match trace {
             Value::Ref { class_id, key } => chunk.constant(*class_id, *key),

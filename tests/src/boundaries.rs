@@ -16,7 +16,7 @@ use crate::boundary_measures::{
 use crate::boundary_stacks::{read, read_jdk, Frame, Sample};
 use crate::jdk::{find, javac_for, Jdk};
 use crate::readers::run;
-use crate::workload::{agent_library, repo, tool_binary};
+use crate::workload::{agent_library, concurrent_sources, repo, tool_binary};
 
 /// Debian's JNA (`libjna-java`; its native part, `libjnidispatch`, comes with `libjna-jni`).
 pub const JNA_JAR: &str = "/usr/share/java/jna.jar";
@@ -36,6 +36,12 @@ pub const FFM_THREADS: [&str; 4] = ["ffm-crc32", "ffm-compress", "ffm-critical",
 /// The monitor fixture's threads, and the wall seconds they contend for.
 pub const MONITOR_THREADS: [&str; 3] = ["monitor-0", "monitor-1", "monitor-2"];
 const MONITOR_SECONDS: &str = "3";
+
+/// Seconds the allocation storm runs (warm-up included: every sample counts).
+const ALLOC_SECONDS: &str = "6";
+
+/// The allocation storm's threads.
+pub const ALLOC_THREADS: [&str; 2] = ["alloc-0", "alloc-1"];
 
 /// The depths of the virtual-thread chains.
 pub const DEPTHS: [u32; 2] = [40, 120];
@@ -89,8 +95,11 @@ pub const FFM_UPCALL: Upcall = Upcall {
 pub enum Gc {
     /// G1.
     G1,
-    /// Generational ZGC (`-XX:+ZGenerational` on JDK 21; the only ZGC of JDK 24+).
+    /// Generational ZGC (`-XX:+ZGenerational` on JDK 21; the only ZGC of JDK 24+; on JDK 17,
+    /// which has none, its single-generation ZGC).
     GenerationalZ,
+    /// The parallel collector.
+    Parallel,
 }
 
 impl Gc {
@@ -98,10 +107,13 @@ impl Gc {
     pub fn options(self, jdk: &Jdk) -> Vec<String> {
         match self {
             Gc::G1 => vec!["-XX:+UseG1GC".into()],
+            // JDK 17 has only the single-generation ZGC.
+            Gc::GenerationalZ if jdk.major < 21 => vec!["-XX:+UseZGC".into()],
             Gc::GenerationalZ if jdk.major < 23 => {
                 vec!["-XX:+UseZGC".into(), "-XX:+ZGenerational".into()]
             }
             Gc::GenerationalZ => vec!["-XX:+UseZGC".into()],
+            Gc::Parallel => vec!["-XX:+UseParallelGC".into()],
         }
     }
 
@@ -110,6 +122,7 @@ impl Gc {
         match self {
             Gc::G1 => "G1",
             Gc::GenerationalZ => "generational ZGC",
+            Gc::Parallel => "Parallel",
         }
     }
 }
@@ -159,6 +172,12 @@ pub fn ffm_classes() -> Result<PathBuf, String> {
 pub fn vthread_classes() -> Result<PathBuf, String> {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     build(&BUILT, "VthreadChains", 25, &["--release", "21"])
+}
+
+/// `AllocStorm`, compiled for Java 17.
+pub fn alloc_classes() -> Result<PathBuf, String> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    build(&BUILT, "AllocStorm", 17, &["--release", "17"])
 }
 
 /// `MonitorContention`, compiled for Java 17.
@@ -214,6 +233,8 @@ struct Recipe<'a> {
     class_path: String,
     jvm_options: Vec<String>,
     agent_options: &'a str,
+    /// The sampling interval.
+    interval: &'a str,
     program: Vec<String>,
     symbolize: bool,
     jdk_sampler: bool,
@@ -236,9 +257,10 @@ fn record(r: Recipe<'_>) -> Result<Recorded, String> {
     let jdk_file = dir.join("jdk.jfr");
     let mut java = Command::new(r.jdk.tool("java"));
     java.args(&r.jvm_options).arg(format!(
-        "-agentpath:{}=file={},interval={INTERVAL}{}",
+        "-agentpath:{}=file={},interval={}{}",
         agent_library().display(),
         raw.display(),
+        r.interval,
         if r.agent_options.is_empty() {
             String::new()
         } else {
@@ -310,6 +332,7 @@ pub fn record_jna(jdk: &Jdk) -> Result<Recorded, String> {
         class_path: format!("{JNA_JAR}:{}", classes.display()),
         jvm_options: native_access(jdk),
         agent_options: "",
+        interval: INTERVAL,
         program: program("JnaCalls", &[THREAD_SECONDS, &JNA_THREADS.join(",")]),
         symbolize: true,
         jdk_sampler: false,
@@ -330,10 +353,94 @@ pub fn record_monitors(jdk: &Jdk, c1_only: bool) -> Result<Recorded, String> {
             vec![]
         },
         agent_options: "",
+        interval: INTERVAL,
         program: program("MonitorContention", &[MONITOR_SECONDS]),
         symbolize: true,
         jdk_sampler: false,
     })
+}
+
+/// Records the allocation-heavy threads of `AllocStorm` on `jdk` under `gc` (heap 256 MiB),
+/// symbolized.
+pub fn record_alloc(jdk: &Jdk, gc: Gc) -> Result<Recorded, String> {
+    let classes = alloc_classes()?;
+    let mut jvm_options = gc.options(jdk);
+    jvm_options.push("-Xmx256m".into());
+    record(Recipe {
+        case: &format!("allocation storm {}", gc.name()),
+        jdk,
+        class_path: classes.display().to_string(),
+        jvm_options,
+        agent_options: "",
+        interval: INTERVAL,
+        program: program("AllocStorm", &[ALLOC_SECONDS, "2"]),
+        symbolize: true,
+        jdk_sampler: false,
+    })
+}
+
+/// The bottom frame of javac's main thread.
+pub const JAVAC_ROOT: (&str, &str) = ("com.sun.tools.javac.Main", "main");
+
+/// Records `javac` (its main class run by `java`) compiling `java.util.concurrent` from `jdk`'s
+/// own `src.zip` under `gc`, at 1 ms, symbolized; `Ok(None)` if `jdk` has no `src.zip` or
+/// `javac`.
+pub fn record_javac(jdk: &Jdk, gc: Gc) -> Result<Option<Recorded>, String> {
+    let sources_dir = std::env::temp_dir().join(format!(
+        "jfrnative-boundaries-javac-sources-{}-jdk{}",
+        std::process::id(),
+        jdk.major
+    ));
+    let Some(sources) = concurrent_sources(jdk, &sources_dir.join("src")) else {
+        return Ok(None);
+    };
+    let out = sources_dir.join("out");
+    let mut program: Vec<String> = vec![
+        "com.sun.tools.javac.Main".into(),
+        "--patch-module".into(),
+        format!("java.base={}", sources_dir.join("src/java.base").display()),
+        "-d".into(),
+        out.display().to_string(),
+    ];
+    program.extend(sources.iter().map(|p| p.display().to_string()));
+    let recorded = record(Recipe {
+        case: &format!("javac {}", gc.name()),
+        jdk,
+        class_path: sources_dir.display().to_string(),
+        jvm_options: gc.options(jdk),
+        agent_options: "",
+        interval: "1ms",
+        program,
+        symbolize: true,
+        jdk_sampler: false,
+    });
+    let _ = std::fs::remove_dir_all(&sources_dir);
+    recorded.map(Some)
+}
+
+/// The figures of javac's main thread: whole means not marked truncated, and the Java stack
+/// reaches [`JAVAC_ROOT`], or the launcher's own Java code that runs before it
+/// (`sun.launcher.LauncherHelper`, loading the main class), or there is no Java frame at all
+/// (the JVM starting in the main thread, before any Java code).
+pub fn javac_figures(rec: &Recorded) -> Vec<(String, Figures)> {
+    let whole = |s: &Sample| {
+        s.truncated == Some(false)
+            && (s.java.is_empty()
+                || reaches(s, JAVAC_ROOT)
+                || s.java
+                    .last()
+                    .is_some_and(|f| f.class == "sun.launcher.LauncherHelper"))
+    };
+    let figures = measure(
+        &rec.of_thread("main"),
+        &Judge {
+            whole: &whole,
+            labelled: None,
+            upcall: None,
+            root: JAVAC_ROOT,
+        },
+    );
+    vec![("main".to_string(), figures)]
 }
 
 /// Records the FFM fixture's threads on `jdk` (22+), symbolized.
@@ -345,6 +452,7 @@ pub fn record_ffm(jdk: &Jdk) -> Result<Recorded, String> {
         class_path: classes.display().to_string(),
         jvm_options: native_access(jdk),
         agent_options: "",
+        interval: INTERVAL,
         program: program("FfmCalls", &[THREAD_SECONDS, &FFM_THREADS.join(",")]),
         symbolize: true,
         jdk_sampler: false,
@@ -373,6 +481,7 @@ pub fn record_vthreads(jdk: &Jdk, gc: Gc, jdk_sampler: bool) -> Result<Recorded,
         class_path: classes.display().to_string(),
         jvm_options: gc.options(jdk),
         agent_options: if jdk_sampler { "engine=timer" } else { "" },
+        interval: INTERVAL,
         program: program(
             "VthreadChains",
             &[VTHREAD_SECONDS, &depths.join(","), VTHREADS_PER_DEPTH],
@@ -422,6 +531,14 @@ pub fn jna_figures(rec: &Recorded) -> Vec<(String, Figures)> {
             let upcall = (*t == "jna-qsort").then_some(JNA_UPCALL);
             (t.to_string(), thread_figures(rec, t, upcall))
         })
+        .collect()
+}
+
+/// The figures of every thread of an allocation-storm recording.
+pub fn alloc_figures(rec: &Recorded) -> Vec<(String, Figures)> {
+    ALLOC_THREADS
+        .iter()
+        .map(|t| (t.to_string(), thread_figures(rec, t, None)))
         .collect()
 }
 

@@ -9,7 +9,9 @@
 # the tick-by-tick comparison with the JDK's sampler; three threads contending for one lock on
 # JDK 17 and 25, in C2 and in C1 code only (C1's monitorexit slow path: a known gap, counted).
 # The recordings are kept (paths printed).
-#   bash tools/scripts/boundaries.sh [AGENT.so] [jna] [ffm] [vthreads] [compare] [monitors]
+# Also allocation-heavy threads under G1, Parallel and generational ZGC (alloc), and javac's
+# main thread at 1 ms under G1 and ZGC (javac).
+#   bash tools/scripts/boundaries.sh [AGENT.so] [jna] [ffm] [vthreads] [compare] [monitors] [alloc] [javac]
 # AGENT.so: another agent library (default: this workspace's release build), e.g. an older
 # build to measure "before" figures.
 set -euo pipefail

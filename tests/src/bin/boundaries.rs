@@ -7,14 +7,17 @@
 //! samples with libc's sort frames in place, virtual-thread samples labelled as their thread,
 //! samples in C1's `monitorexit` slow path (a known gap).
 //!
-//! Usage: `boundaries [jna] [ffm] [vthreads] [compare] [monitors]` (all cases without arguments). The agent
+//! Also allocation-heavy threads (`alloc`: G1, Parallel and generational ZGC, JDK 17, 21, 25)
+//! and javac's main thread (`javac`: G1 and ZGC, JDK 17 and 25, 1 ms).
+//!
+//! Usage: `boundaries [jna] [ffm] [vthreads] [compare] [monitors] [alloc] [javac]` (all cases without arguments). The agent
 //! is the workspace's release build, or the library `JFRNATIVE_AGENT` names; the recordings are
 //! kept and their paths printed. `tools/scripts/boundaries.sh` runs it.
 
 use tests::boundaries::{
-    ffm_figures, jna_figures, jna_installed, monitor_figures, printed_vthreads, record_ffm,
-    record_jna, record_monitors, record_vthreads, vthread_figures, vthread_whole, Gc, Recorded,
-    INTERVAL,
+    alloc_figures, ffm_figures, javac_figures, jna_figures, jna_installed, monitor_figures,
+    printed_vthreads, record_alloc, record_ffm, record_javac, record_jna, record_monitors,
+    record_vthreads, vthread_figures, vthread_whole, Gc, Recorded, INTERVAL,
 };
 use tests::boundary_measures::{compare_ticks, Figures};
 use tests::boundary_stacks::Sample;
@@ -95,6 +98,32 @@ fn monitors() {
     }
 }
 
+fn alloc() {
+    for jdk in jdks(&[17, 21, 25]) {
+        for gc in [Gc::G1, Gc::Parallel, Gc::GenerationalZ] {
+            if gc == Gc::GenerationalZ && jdk.major < 21 {
+                continue;
+            }
+            match record_alloc(&jdk, gc) {
+                Ok(rec) => print(&rec, &alloc_figures(&rec)),
+                Err(e) => println!("allocation storm on {} ({}): {e}", jdk.name(), gc.name()),
+            }
+        }
+    }
+}
+
+fn javac() {
+    for jdk in jdks(&[17, 25]) {
+        for gc in [Gc::G1, Gc::GenerationalZ] {
+            match record_javac(&jdk, gc) {
+                Ok(Some(rec)) => print(&rec, &javac_figures(&rec)),
+                Ok(None) => println!("javac on {}: no src.zip or javac", jdk.name()),
+                Err(e) => println!("javac on {} ({}): {e}", jdk.name(), gc.name()),
+            }
+        }
+    }
+}
+
 fn compare() {
     for jdk in jdks(&[25]) {
         let rec = match record_vthreads(&jdk, Gc::G1, true) {
@@ -146,5 +175,11 @@ fn main() {
     }
     if wanted("monitors") {
         monitors();
+    }
+    if wanted("alloc") {
+        alloc();
+    }
+    if wanted("javac") {
+        javac();
     }
 }
