@@ -339,13 +339,17 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 }
                 BlobKind::Nmethod | BlobKind::NativeNmethod => {
                     let next = self.compiled_sender(&blob, at);
-                    // Interrupted in an out-of-line stub (saving or restoring registers around
-                    // its call): the method's frame is where the stub jumps back.
-                    let crossed = match next {
-                        None if at.top && blob.kind == BlobKind::Nmethod => {
-                            self.undescribed_sender(&blob, at, true)
-                        }
-                        _ => None,
+                    let crossed = if !at.top || blob.kind != BlobKind::Nmethod {
+                        None
+                    } else if blob.frame_complete_pc.is_some_and(|c| at.pc < c) {
+                        // In the prologue: the frame is where the prologue will have made it.
+                        self.prologue_sender(&blob, at)
+                    } else if next.is_none() {
+                        // Interrupted in an out-of-line stub (saving or restoring registers
+                        // around its call): the method's frame is where the stub jumps back.
+                        self.undescribed_sender(&blob, at, true)
+                    } else {
+                        None
                     };
                     if let Some(crossed) = crossed {
                         if !self.emit_method_only(&blob, out)? {
@@ -490,6 +494,27 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         };
         let body = At { sp, ..at };
         let next = self.sender(body, sp.checked_add(blob.frame_bytes)?, Saved::BelowReturn)?;
+        self.known_sender(next)
+    }
+
+    /// The sender of nmethod `blob`'s frame interrupted in its prologue (stack banging, the
+    /// frame's `push`/`sub`, the entry barrier's test), where the stale words of the stack
+    /// below make guessing among candidate return addresses ambiguous: the prologue's code
+    /// from the pc to where the frame is complete ([`stub_exit::prologue`]) says where the
+    /// frame will be, and whether the caller's `rbp` is still in the register. The sender must
+    /// be a call site.
+    fn prologue_sender(&self, blob: &Blob, at: At) -> Option<At> {
+        if blob.frame_bytes < 16 {
+            return None;
+        }
+        let rest = stub_exit::prologue(at.pc, blob.frame_complete_pc?)?;
+        let built_sp = at.sp.checked_add_signed(rest.sp_change)?;
+        let saved = if rest.saves_rbp {
+            Saved::InRegister
+        } else {
+            Saved::BelowReturn
+        };
+        let next = self.sender(at, built_sp.checked_add(blob.frame_bytes)?, saved)?;
         self.known_sender(next)
     }
 

@@ -13,6 +13,9 @@
 //! Anything else that writes `rsp`, a return or an indirect branch ends the search with
 //! nothing: no frame is guessed. The caller checks the result against the method's frame
 //! (its sender must be a call site).
+//!
+//! The same decoding follows a method's prologue ([`prologue`]) to where its frame is
+//! complete: a sample there finds the frame half made, over stale words of earlier calls.
 
 #![deny(
     clippy::indexing_slicing,
@@ -185,6 +188,72 @@ pub fn follow(pc: u64, is_body: impl Fn(u64) -> bool) -> Option<Exit> {
     None
 }
 
+/// What the rest of a compiled method's prologue does, from a pc in it to the pc where its
+/// frame is complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prologue {
+    /// How far `rsp` moves from the pc to the frame's completion (negative: down, the frame
+    /// still to be made).
+    pub sp_change: i64,
+    /// Whether the caller's `rbp` is still to be saved (a `push rbp` or a store of `rbp`
+    /// through `rsp` lies ahead): it is still in the register, not yet in the frame.
+    pub saves_rbp: bool,
+}
+
+/// Follows a method's prologue from `pc` to `complete` (where the method says its frame is
+/// complete), in straight line: stack banging, the frame's `push`/`sub`, the nmethod entry
+/// barrier's test (its conditional branch not taken, its call stepped over). `None` if the
+/// code does not reach `complete` so, writes `rsp` in a way not followed, or is not readable.
+/// Signal-safe: no allocation, fault-safe reads.
+pub fn prologue(pc: u64, complete: u64) -> Option<Prologue> {
+    let mut window = Window {
+        bytes: [0; WINDOW],
+        base: 0,
+        len: 0,
+    };
+    let mut ip = pc;
+    let mut change: i64 = 0;
+    let mut saves_rbp = false;
+    for _ in 0..MAX_INSTRUCTIONS {
+        if ip == complete {
+            return Some(Prologue {
+                sp_change: change,
+                saves_rbp,
+            });
+        }
+        if ip > complete {
+            return None;
+        }
+        let i = window.decode(ip)?;
+        change = change.checked_add(sp_change(&i)?)?;
+        if !(-MAX_PUSHED..=MAX_PUSHED).contains(&change) {
+            return None;
+        }
+        saves_rbp |= stores_rbp(&i);
+        match i.flow_control() {
+            FlowControl::Next | FlowControl::ConditionalBranch | FlowControl::Call => {
+                ip = i.next_ip();
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Whether the instruction saves `rbp` on the stack: `push rbp`, or a store of `rbp` to
+/// memory addressed by `rsp`.
+fn stores_rbp(i: &Instruction) -> bool {
+    match i.code() {
+        Code::Push_r64 => i.op0_register() == Register::RBP,
+        Code::Mov_rm64_r64 => {
+            i.op0_kind() == OpKind::Memory
+                && i.memory_base() == Register::RSP
+                && i.op1_register() == Register::RBP
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 #[allow(
     clippy::unwrap_used,
@@ -260,6 +329,65 @@ mod tests {
                 sp_up: 0x10
             })
         );
+    }
+
+    /// The way through `code` from its byte `from` to its end.
+    fn prologue_of(code: &[u8], from: usize) -> Option<Prologue> {
+        crate::fault::install().unwrap();
+        prime();
+        let (_words, start) = placed(0, code);
+        prologue(start + from as u64, start + code.len() as u64)
+    }
+
+    #[test]
+    fn a_prologue_is_followed_to_the_complete_frame() {
+        // C2 with a stack bang: mov [rsp-0x14000], eax; push rbp; sub rsp, 0x30; then the
+        // entry barrier: cmp dword [r15+0x24], 0x2c00; je +5; call rel32
+        let mut code = vec![0x89, 0x84, 0x24, 0x00, 0xc0, 0xfe, 0xff];
+        code.push(0x55);
+        code.extend_from_slice(&[0x48, 0x83, 0xec, 0x30]);
+        code.extend_from_slice(&[0x41, 0x81, 0x7f, 0x24, 0x00, 0x2c, 0x00, 0x00]);
+        code.extend_from_slice(&[0x0f, 0x84, 0x05, 0x00, 0x00, 0x00]);
+        code.extend_from_slice(&[0xe8, 0, 0, 0, 0]);
+        let whole = Prologue {
+            sp_change: -0x38,
+            saves_rbp: true,
+        };
+        assert_eq!(prologue_of(&code, 0), Some(whole));
+        assert_eq!(prologue_of(&code, 7), Some(whole));
+        let pushed = Prologue {
+            sp_change: -0x30,
+            saves_rbp: false,
+        };
+        assert_eq!(prologue_of(&code, 8), Some(pushed));
+        let built = Prologue {
+            sp_change: 0,
+            saves_rbp: false,
+        };
+        assert_eq!(prologue_of(&code, 12), Some(built));
+        assert_eq!(prologue_of(&code, 26), Some(built));
+        // C2 without a bang: sub rsp, 0x18 (imm32); mov [rsp+0x10], rbp
+        let mut code = vec![0x48, 0x81, 0xec, 0x18, 0x00, 0x00, 0x00];
+        code.extend_from_slice(&[0x48, 0x89, 0x6c, 0x24, 0x10]);
+        let unsaved = Prologue {
+            sp_change: 0,
+            saves_rbp: true,
+        };
+        assert_eq!(prologue_of(&code, 7), Some(unsaved));
+        assert_eq!(
+            prologue_of(&code, 0),
+            Some(Prologue {
+                sp_change: -0x18,
+                saves_rbp: true
+            })
+        );
+        // a return or a jump on the way: no prologue
+        assert_eq!(prologue_of(&[0x55, 0xc3, 0x90], 0), None);
+        assert_eq!(prologue_of(&[0xeb, 0x00, 0x90], 0), None);
+        // a pc past the completion
+        crate::fault::install().unwrap();
+        let (_words, start) = placed(0, &[0x90; 8]);
+        assert_eq!(prologue(start + 4, start + 2), None);
     }
 
     #[test]
