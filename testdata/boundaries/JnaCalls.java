@@ -19,6 +19,11 @@ import java.lang.management.ThreadMXBean;
  *       called: below it, the thread's Java frames down to {@link #sortOnce} and Thread.run.
  *   <li>jna-crc32-direct: zlib's crc32 through direct mapping ({@code Native.register}).
  *   <li>jna-crc32-iface: zlib's crc32 through an interface mapping ({@code Native.load}).
+ *   <li>jna-clinit: start-up work in static initializers, the common JNA idiom: the first use of
+ *       {@link Checksums} runs its {@code <clinit>} on this thread, which loads {@link ZOnce}
+ *       (its own {@code <clinit>} calls {@code Native.load}) and checksums a buffer through it
+ *       for a third of the thread's CPU time, then the thread goes on calling crc32 through it.
+ *       The first use is a field read in a method compiled before it (warmed up first).
  * </ul>
  * Usage: java -cp /usr/share/java/jna.jar:DIR JnaCalls SECONDS mode[,mode...]
  */
@@ -36,6 +41,36 @@ public class JnaCalls {
     /** zlib, by interface mapping. */
     public interface ZLib extends Library {
         NativeLong crc32(NativeLong crc, Pointer buf, int len);
+    }
+
+    /** zlib, by interface mapping, loaded by the interface's own static initializer. */
+    public interface ZOnce extends Library {
+        ZOnce INSTANCE = Native.load("z", ZOnce.class);
+
+        NativeLong crc32(NativeLong crc, Pointer buf, int len);
+    }
+
+    /** The thread CPU time (ns) until which {@link Checksums}'s initializer works. */
+    static volatile long clinitUntilNs;
+
+    /** A class whose static initializer does JNA work: the thread that first uses it runs it. */
+    static final class Checksums {
+        static final long SEED;
+
+        static {
+            ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+            Memory m = bytes();
+            NativeLong crc = new NativeLong(0);
+            while (mx.getCurrentThreadCpuTime() < clinitUntilNs) {
+                crc = ZOnce.INSTANCE.crc32(crc, m, BYTES);
+            }
+            SEED = crc.longValue();
+        }
+    }
+
+    /** {@link Checksums}'s field if {@code init}: the first such read initializes the class. */
+    static long touch(boolean init) {
+        return init ? Checksums.SEED : 1;
     }
 
     /** zlib, by direct mapping. */
@@ -115,6 +150,27 @@ public class JnaCalls {
                     sink += crc.longValue();
                 };
             }
+            case "jna-clinit":
+                return () -> {
+                    clinitUntilNs = ns / 3;
+                    // The initializer is triggered from compiled code: `touch` is compiled
+                    // (C1 first) before it reads the class's field, through a patching stub.
+                    for (int i = 0; i < 20_000; i++) {
+                        sink += touch(false);
+                    }
+                    try {
+                        Thread.sleep(300);
+                    } catch (InterruptedException e) {
+                        throw new IllegalStateException(e);
+                    }
+                    long seed = touch(true);
+                    Memory m = bytes();
+                    NativeLong crc = new NativeLong(seed);
+                    while (mx.getCurrentThreadCpuTime() < ns) {
+                        crc = ZOnce.INSTANCE.crc32(crc, m, BYTES);
+                    }
+                    sink += crc.longValue();
+                };
             default:
                 throw new IllegalArgumentException("unknown mode " + mode);
         }

@@ -28,7 +28,15 @@ pub const INTERVAL: &str = "2ms";
 pub const THREAD_SECONDS: &str = "1.5";
 
 /// The JNA fixture's threads.
-pub const JNA_THREADS: [&str; 3] = ["jna-qsort", "jna-crc32-direct", "jna-crc32-iface"];
+pub const JNA_THREADS: [&str; 4] = [
+    "jna-qsort",
+    "jna-crc32-direct",
+    "jna-crc32-iface",
+    "jna-clinit",
+];
+
+/// The JNA fixture's class whose static initializer does JNA work (`jna-clinit`).
+pub const JNA_CLINIT: (&str, &str) = ("JnaCalls$Checksums", "<clinit>");
 
 /// The FFM fixture's threads.
 pub const FFM_THREADS: [&str; 4] = ["ffm-crc32", "ffm-compress", "ffm-critical", "ffm-qsort"];

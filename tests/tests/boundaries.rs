@@ -31,7 +31,8 @@ use std::sync::{Mutex, OnceLock};
 use tests::boundaries::{
     alloc_figures, ffm_figures, javac_figures, jna_figures, jna_installed, monitor_figures,
     printed_vthreads, record_alloc, record_ffm, record_javac, record_jna, record_monitors,
-    record_vthreads, vthread_figures, vthread_whole, Gc, Recorded, DEPTHS, FFM_UPCALL, JNA_JAR,
+    record_vthreads, vthread_figures, vthread_whole, Gc, Recorded, DEPTHS, FFM_UPCALL, JNA_CLINIT,
+    JNA_JAR,
 };
 use tests::boundary_measures::{
     compare_ticks, measure, percent, reaches, Figures, Judge, THREAD_ROOT,
@@ -186,6 +187,14 @@ fn assert_no_errors(errors: Vec<String>) {
     assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 
+/// Least samples of the JNA fixture's static initializer (a third of its thread's CPU time,
+/// about 250 at 2 ms).
+const MIN_CLINIT_SAMPLES: usize = 100;
+
+/// The JNA threads, start-up included. `jna-clinit` first runs a class's static initializer
+/// that loads a JNA interface (`Native.load` in the interface's own `<clinit>`) and calls
+/// through it: every one of those samples keeps the stack below the `<clinit>` (the VM's call
+/// into the initializer, then the thread's frames down to `Thread.run`).
 #[test]
 fn jna_callback_and_downcall_threads_keep_whole_java_stacks() {
     let mut errors = Vec::new();
@@ -193,6 +202,36 @@ fn jna_callback_and_downcall_threads_keep_whole_java_stacks() {
         let figures = jna_figures(rec);
         report(rec, &figures);
         errors.extend(thread_errors(rec, &figures));
+        let in_clinit: Vec<_> = rec
+            .of_thread("jna-clinit")
+            .into_iter()
+            .filter(|s| s.java.iter().any(|f| f.is(JNA_CLINIT.0, JNA_CLINIT.1)))
+            .collect();
+        let whole = in_clinit
+            .iter()
+            .filter(|s| s.truncated == Some(false) && reaches(s, THREAD_ROOT))
+            .count();
+        eprintln!(
+            "{}: jna-clinit: {whole} of {} samples in the static initializer whole",
+            rec.what,
+            in_clinit.len()
+        );
+        if in_clinit.len() < MIN_CLINIT_SAMPLES || whole != in_clinit.len() {
+            errors.push(format!(
+                "{}: jna-clinit: {whole} of {} samples in the static initializer whole, want \
+                 all and at least {MIN_CLINIT_SAMPLES}; first cut: {:?}",
+                rec.what,
+                in_clinit.len(),
+                in_clinit
+                    .iter()
+                    .find(|s| !(s.truncated == Some(false) && reaches(s, THREAD_ROOT)))
+                    .map(|s| s
+                        .java
+                        .iter()
+                        .map(|f| format!("{}.{}", f.class, f.method))
+                        .collect::<Vec<_>>())
+            ));
+        }
     }
     assert_no_errors(errors);
 }
