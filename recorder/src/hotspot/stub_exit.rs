@@ -64,6 +64,15 @@ struct Window {
 }
 
 impl Window {
+    /// A window holding nothing yet.
+    fn empty() -> Window {
+        Window {
+            bytes: [0; WINDOW],
+            base: 0,
+            len: 0,
+        }
+    }
+
     /// Copies up to [`WINDOW`] bytes from the word holding `at` (fewer where memory ends).
     fn fill(&mut self, at: u64) -> bool {
         self.base = at & !7;
@@ -150,11 +159,7 @@ fn uses_rsp_register(i: &Instruction) -> bool {
 /// followed. `None` if the code leaves otherwise (a return, an indirect branch), writes `rsp`
 /// in a way not followed, or is not readable. Signal-safe: no allocation, fault-safe reads.
 pub fn follow(pc: u64, is_body: impl Fn(u64) -> bool) -> Option<Exit> {
-    let mut window = Window {
-        bytes: [0; WINDOW],
-        base: 0,
-        len: 0,
-    };
+    let mut window = Window::empty();
     let mut ip = pc;
     let mut up: i64 = 0;
     let mut jumps = 0usize;
@@ -206,11 +211,7 @@ pub struct Prologue {
 /// code does not reach `complete` so, writes `rsp` in a way not followed, or is not readable.
 /// Signal-safe: no allocation, fault-safe reads.
 pub fn prologue(pc: u64, complete: u64) -> Option<Prologue> {
-    let mut window = Window {
-        bytes: [0; WINDOW],
-        base: 0,
-        len: 0,
-    };
+    let mut window = Window::empty();
     let mut ip = pc;
     let mut change: i64 = 0;
     let mut saves_rbp = false;
