@@ -608,6 +608,50 @@ fn javac_main_thread_stacks_are_whole_under_g1_and_zgc() {
     assert_no_errors(errors);
 }
 
+/// No JVM-generated stub is written twice in a row among a sample's native frames: a stub
+/// between native code and Java (the call stub of JNA's callbacks, `jni_fast_Get*Field`) is
+/// one frame. Before the fix, 22-32 samples of each JNA recording (about 1%) showed
+/// `StubRoutines::call_stub` or `jni_fast_GetIntField` twice: the sample's pc in the stub was
+/// written once as the JVM stub it was taken in and once as the boundary the Java walk crossed.
+#[test]
+fn no_jvm_stub_is_written_twice_in_a_row() {
+    let mut twice = Vec::new();
+    let mut counted = 0;
+    for rec in jna_recordings().iter().chain(ffm_recordings()) {
+        for s in &rec.samples {
+            counted += 1;
+            let doubled = s.symbolized.windows(2).find(|w| {
+                w[0].symbolized_native
+                    && w[0].class == "jvm-generated"
+                    && w[1].symbolized_native
+                    && w[1].class == w[0].class
+                    && w[1].method == w[0].method
+            });
+            if let Some(w) = doubled {
+                let top: Vec<String> = s
+                    .symbolized
+                    .iter()
+                    .take(8)
+                    .map(|f| format!("{}.{}", f.class, f.method))
+                    .collect();
+                twice.push(format!(
+                    "{}: {} twice in {}",
+                    rec.what,
+                    w[0].method,
+                    top.join(" <- ")
+                ));
+            }
+        }
+    }
+    assert!(counted > 0 || !jdks_required(), "no samples counted");
+    assert!(
+        twice.is_empty(),
+        "{} samples with a JVM stub twice in a row; first: {}",
+        twice.len(),
+        twice.first().map_or("", String::as_str)
+    );
+}
+
 /// No sample that stops at a boundary (an upcall, a stub, a continuation's return barrier) is
 /// written as complete (`truncated` false), in any of the recordings above: 0 tolerance.
 #[test]

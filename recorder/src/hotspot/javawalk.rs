@@ -361,14 +361,24 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                         if next.is_none() && !(at.top && built && blob.kind == BlobKind::Nmethod) {
                             return None;
                         }
-                        if !self.emit_compiled(&blob, at, out)? {
+                        // In a prologue whose code could not be followed (its sender found
+                        // among the candidates): the method alone, as above; the next PcDesc
+                        // may belong to a callee inlined further on.
+                        let in_prologue = at.top
+                            && blob.kind == BlobKind::Nmethod
+                            && blob.frame_complete_pc.is_some_and(|c| at.pc < c);
+                        let emitted = if in_prologue {
+                            self.emit_method_only(&blob, out)?
+                        } else {
+                            self.emit_compiled(&blob, at, out)?
+                        };
+                        if !emitted {
                             return Some(false);
                         }
                         // The interrupted nmethod's own frames are known by its pc even when
                         // its sender is not (a virtual thread's frames below are still frozen
                         // in the heap, under Loom's return barrier): written, and the walk is
-                        // cut. Only past the prologue: before it, the next PcDesc may belong
-                        // to a callee inlined further on.
+                        // cut. Only past the prologue (`built`).
                         next?
                     }
                 }

@@ -74,11 +74,20 @@ pub fn java_major(v: &VmStructs) -> Option<u32> {
 
 /// Whether `pc` is in code the JVM generated that is no Java frame: a stub (arraycopy and the
 /// other `StubRoutines`, vtable and itable stubs), an adapter, a runtime stub. Not an nmethod
-/// or the interpreter (Java frames). Signal-safe: fault-safe reads of the code cache.
+/// or the interpreter (Java frames), and not a stub between native code and Java (the call
+/// stub, `jni_fast_Get*Field`): the Java walk writes those itself, as the native frame at its
+/// boundary. Signal-safe: fault-safe reads of the code cache.
 pub fn in_vm_stub(pc: u64) -> bool {
-    java_layout()
-        .and_then(|l| l.find_blob(pc))
-        .is_some_and(|b| b.kind == codeblob::BlobKind::Stub)
+    let boundary = stubs::find(pc).is_some_and(|s| {
+        matches!(
+            s.kind,
+            stubs::StubKind::CallStub | stubs::StubKind::NativeLeaf
+        )
+    });
+    !boundary
+        && java_layout()
+            .and_then(|l| l.find_blob(pc))
+            .is_some_and(|b| b.kind == codeblob::BlobKind::Stub)
 }
 
 /// The layout, if [`init_java_layout`] succeeded (a lock-free read for the signal handler).
