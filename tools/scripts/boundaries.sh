@@ -7,7 +7,7 @@
 # cut short but written as complete, native-leaf samples whole, upcall samples with libc's sort
 # frames in place in the symbolized file, virtual-thread samples labelled as their thread, and
 # the tick-by-tick comparison with the JDK's sampler; three threads contending for one lock on
-# JDK 17 and 25, in C2 and in C1 code only (C1's monitorexit slow path: a known gap, counted).
+# JDK 17 and 25, in C2 and in C1 code only (C1's monitorexit slow path, crossed since issue 30).
 # The recordings are kept (paths printed).
 # Also allocation-heavy threads under G1, Parallel and generational ZGC (alloc), and javac's
 # main thread at 1 ms under G1 and ZGC (javac).

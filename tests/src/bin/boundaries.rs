@@ -5,7 +5,7 @@
 //! 17 and 25, in C2 code and in C1 code only), per thread or group of threads: samples,
 //! whole Java stacks, no stack, cut but written as complete, native-leaf samples whole, upcall
 //! samples with libc's sort frames in place, virtual-thread samples labelled as their thread,
-//! samples in C1's `monitorexit` slow path (a known gap).
+//! samples in C1's `monitorexit` slow path without a Java stack (crossed since issue 30).
 //!
 //! Also allocation-heavy threads (`alloc`: G1, Parallel and generational ZGC, JDK 17, 21, 25)
 //! and javac's main thread (`javac`: G1 and ZGC, JDK 17 and 25, 1 ms).
