@@ -16,7 +16,7 @@ use crate::os;
 use crate::sampling::record::EPOCH;
 use crate::sampling::signal;
 use crate::sampling::slots::{Identity, Slot, FREE, SLOTS, SLOTS_CREATED, SLOTS_REUSED};
-use crate::sampling::source::RECORDING;
+use crate::sampling::source::{INTERVAL_NS, RECORDING};
 use crate::sampling::stack::ThreadStack;
 use crate::sampling::stats::STATS;
 use crate::sampling::{buffers, engine};
@@ -808,7 +808,9 @@ fn unregister_current_thread() {
     {
         // Ended first: an arm from another thread that races with this disarms after itself.
         slot.ended.store(true, Ordering::SeqCst);
-        slot.disarm();
+        slot.disarm_counting_tail(INTERVAL_NS.load(Ordering::Relaxed), || {
+            os::thread_cpu_ns().max(0) as u64
+        });
     }
 }
 

@@ -94,6 +94,9 @@ pub struct Slot {
     /// The CPU time a thread that `threads=all` found after the recording started had used
     /// before its sampling was armed (at most two scans: see [`crate::process_threads`]).
     pub unseen: Lost,
+    /// Intervals of CPU time the thread's timer passed whose signal the kernel had not sent
+    /// when its sampling ended (see [`Slot::disarm_counting_tail`]).
+    pub undelivered: Lost,
     /// The thread has ended (its timer is deleted).
     pub ended: AtomicBool,
     /// The thread's timer or counter, while armed.
@@ -105,6 +108,11 @@ pub struct Slot {
     /// The thread's CPU time (ns) at its previous perf sample, or when its counter was armed:
     /// written by the handler on the thread itself.
     pub last_cpu_ns: AtomicU64,
+    /// The thread's CPU time (ns) when its timer was armed.
+    timer_armed_cpu_ns: AtomicU64,
+    /// Intervals the timer's signals stood for since it was armed (each 1 + its overruns),
+    /// counted by the handler whether or not it took the sample.
+    timer_intervals: AtomicU64,
     /// Handlers running on a signal of this slot's counter (see [`Slot::enter_handler`]).
     handlers: AtomicU32,
     /// The stack pointer of a sample taken while the stack bounds were unknown (a thread the
@@ -156,11 +164,14 @@ impl Slot {
             dropped: Lost::default(),
             skipped: Lost::default(),
             unseen: Lost::default(),
+            undelivered: Lost::default(),
             ended: AtomicBool::new(false),
             sampler: Mutex::new(None),
             timer_id: AtomicI32::new(-1),
             perf_fd: AtomicI32::new(-1),
             last_cpu_ns: AtomicU64::new(0),
+            timer_armed_cpu_ns: AtomicU64::new(0),
+            timer_intervals: AtomicU64::new(0),
             handlers: AtomicU32::new(0),
             unknown_stack_sp: AtomicU64::new(0),
         }));
@@ -262,6 +273,42 @@ impl Slot {
         self.dropped.reset();
         self.skipped.reset();
         self.unseen.reset();
+        self.undelivered.reset();
+    }
+
+    /// Counts the intervals a timer signal stands for (signal-safe: one atomic add).
+    #[inline]
+    pub fn count_timer_intervals(&self, intervals: u64) {
+        self.timer_intervals.fetch_add(intervals, Ordering::Relaxed);
+    }
+
+    /// [`Slot::disarm`], then for a CPU timer the intervals its thread's CPU time passed
+    /// whose signals never came are counted [`Slot::undelivered`]. A CPU timer's expiry is
+    /// checked at a scheduler tick that finds the thread running; under contention a thread
+    /// may run several intervals between such ticks, which the next signal's overrun counts,
+    /// but at the end nothing does. `cpu_now_ns`: the thread's CPU time now. The part of an
+    /// interval after the last expiry is no sample and is not counted.
+    pub fn disarm_counting_tail(&'static self, interval_ns: u64, cpu_now_ns: impl FnOnce() -> u64) {
+        let Some(sampler) = self.detach() else {
+            return;
+        };
+        let timer = matches!(sampler, Sampler::Timer(_));
+        retire(vec![(self, sampler)]);
+        if !timer {
+            return;
+        }
+        let counted_ns = self
+            .timer_intervals
+            .load(Ordering::Relaxed)
+            .saturating_mul(interval_ns);
+        let tail_ns = cpu_now_ns()
+            .saturating_sub(self.timer_armed_cpu_ns.load(Ordering::Relaxed))
+            .saturating_sub(counted_ns);
+        let missed = tail_ns.checked_div(interval_ns).unwrap_or(0);
+        if missed > 0 {
+            self.undelivered
+                .add(missed.saturating_mul(interval_ns), missed);
+        }
     }
 
     /// Makes `sampler` the slot's source of signals (deleting any earlier one) and starts it.
@@ -279,6 +326,8 @@ impl Slot {
         };
         let started = match &sampler {
             Sampler::Timer(timer) => {
+                self.timer_armed_cpu_ns.store(cpu_ns, Ordering::Relaxed);
+                self.timer_intervals.store(0, Ordering::Relaxed);
                 self.timer_id.store(timer.id(), Ordering::Release);
                 timer.arm(interval_ns)
             }
@@ -426,6 +475,41 @@ mod tests {
             name: "t".into(),
             java_id: 1,
         }
+    }
+
+    #[test]
+    fn a_timer_disarmed_counts_the_whole_intervals_no_signal_stood_for() {
+        const S: u64 = 1_000_000_000;
+        let tid = crate::os::gettid();
+        let slot = Slot::make(
+            tid,
+            std::ptr::null_mut(),
+            identity(),
+            ThreadStack::unknown(),
+        )
+        .unwrap();
+        // A 1 s timer on this thread's CPU clock, with a signal ignored by default: it does not
+        // fire while the test runs, the CPU times below are the test's.
+        let timer = ThreadTimer::create(tid, libc::SIGWINCH, slot.signal_value()).unwrap();
+        slot.arm(Sampler::Timer(timer), S, 5 * S).unwrap();
+        // Two signals: one alone, one with an overrun of 2.
+        slot.count_timer_intervals(1);
+        slot.count_timer_intervals(3);
+        // Armed at 5 s, 4 intervals signalled: 9 s accounted; at 12.5 s, 3 more intervals
+        // passed without a signal, and half of one is no sample.
+        slot.disarm_counting_tail(S, || 12 * S + S / 2);
+        assert_eq!(slot.undelivered.get(), (3 * S, 3));
+        assert!(!slot.is_armed());
+        // Disarmed already: nothing more is counted.
+        slot.disarm_counting_tail(S, || 20 * S);
+        assert_eq!(slot.undelivered.get(), (3 * S, 3));
+        // Every interval signalled: nothing counted.
+        let timer = ThreadTimer::create(tid, libc::SIGWINCH, slot.signal_value()).unwrap();
+        slot.reset_lost();
+        slot.arm(Sampler::Timer(timer), S, 0).unwrap();
+        slot.count_timer_intervals(7);
+        slot.disarm_counting_tail(S, || 7 * S + S / 3);
+        assert_eq!(slot.undelivered.get(), (0, 0));
     }
 
     #[test]

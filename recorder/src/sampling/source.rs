@@ -122,6 +122,7 @@ pub fn weigh(slot: &Slot, source: Source) -> Option<(Weight, Option<Rearm<'_>>)>
     match source {
         Source::Timer { overrun } => {
             let asked = overrun.saturating_add(1);
+            slot.count_timer_intervals(asked);
             let interval_ns = INTERVAL_NS.load(Ordering::Relaxed);
             let cpu_ns = interval_ns.saturating_mul(asked);
             Some((Weight { cpu_ns, asked }, None))

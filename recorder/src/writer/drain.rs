@@ -76,16 +76,17 @@ fn ticks_at(origin_us: i64, mono_ns: i64) -> i64 {
 struct ThreadState {
     thread: ThreadId,
     /// (CPU ns, samples) already reported lost, by reason ([`LOST_REASONS`]).
-    reported_lost: [(u64, u64); 3],
+    reported_lost: [(u64, u64); 4],
     /// Whether it was a Java thread when named.
     java: bool,
 }
 
 /// Why samples were lost, with the `reason` text of `jdk.CPUTimeSamplesLost`.
-const LOST_REASONS: [&str; 3] = [
+const LOST_REASONS: [&str; 4] = [
     "sample buffer full",
     "too little stack left",
     "before the agent found the thread",
+    "timer expired, no signal before the thread's sampling ended",
 ];
 
 /// Totals for the summary printed at the end.
@@ -344,7 +345,7 @@ impl Drain {
         let reported_lost = self
             .threads
             .get(&slot.index())
-            .map_or([(0, 0); 3], |t| t.reported_lost);
+            .map_or([(0, 0); 4], |t| t.reported_lost);
         let identity = slot.identity();
         let name: Box<str> = identity.name.as_str().into();
         // A thread that is not a Java thread is written as the JDK writes its VM thread: an OS
@@ -415,8 +416,13 @@ impl Drain {
             self.record = record;
         }
         for slot in slots {
-            let lost = [slot.dropped.get(), slot.skipped.get(), slot.unseen.get()];
-            if lost == [(0, 0); 3] && !self.threads.contains_key(&slot.index()) {
+            let lost = [
+                slot.dropped.get(),
+                slot.skipped.get(),
+                slot.unseen.get(),
+                slot.undelivered.get(),
+            ];
+            if lost == [(0, 0); 4] && !self.threads.contains_key(&slot.index()) {
                 continue;
             }
             let thread = self.thread_id(slot);
