@@ -651,6 +651,28 @@ pub fn vthread_samples(rec: &Recorded) -> Vec<&Sample> {
         .collect()
 }
 
+/// The virtual threads' samples taken in a thaw that had not changed the continuation yet
+/// ([`Sample::at_thaw_start`]): how many, how many of them are not whole and labelled as their
+/// virtual thread, and the first few of those.
+pub fn thaw_start_samples(rec: &Recorded) -> (usize, usize, Vec<String>) {
+    let printed = printed_vthreads(&rec.stdout);
+    let all = vthread_samples(rec);
+    let at_start: Vec<&Sample> = all.into_iter().filter(|s| s.at_thaw_start()).collect();
+    let bad: Vec<&&Sample> = at_start
+        .iter()
+        .filter(|s| {
+            let depth = s
+                .is_virtual
+                .then_some(s.java_thread_id)
+                .flatten()
+                .and_then(|id| printed.get(&id).copied());
+            depth.is_none() || !vthread_whole(s, depth) || s.truncated != Some(false)
+        })
+        .collect();
+    let examples = bad.iter().take(3).map(|s| format!("{s:?}")).collect();
+    (at_start.len(), bad.len(), examples)
+}
+
 /// The figures of a virtual-thread recording: all the virtual threads' samples, then those
 /// written as the virtual threads of each depth.
 pub fn vthread_figures(rec: &Recorded) -> Vec<(String, Figures)> {

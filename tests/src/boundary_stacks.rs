@@ -141,6 +141,30 @@ impl Sample {
             })
     }
 
+    /// Whether the native frames show a virtual thread's thaw that has not changed its
+    /// continuation yet: libjvm's `Continuation::prepare_thaw`, or
+    /// `stackChunkOopDesc::relativize_derived_pointers_concurrently` called directly by
+    /// `thaw_slow` (docs/how-it-works.md#virtual-threads). Every frame of the virtual thread is
+    /// still in its heap chunks then, and the agent walks them (issue 30); with or without a
+    /// Java stack.
+    pub fn at_thaw_start(&self) -> bool {
+        let native: Vec<&Frame> = self
+            .symbolized
+            .iter()
+            .take_while(|f| f.symbolized_native)
+            .collect();
+        let libjvm =
+            |f: &Frame, wanted: &dyn Fn(&str) -> bool| f.class == "libjvm.so" && wanted(&f.method);
+        native.iter().enumerate().any(|(i, f)| {
+            libjvm(f, &|m| m.starts_with("Continuation::prepare_thaw"))
+                || (libjvm(f, &|m| {
+                    m.starts_with("stackChunkOopDesc::relativize_derived_pointers_concurrently")
+                }) && native
+                    .get(i + 1)
+                    .is_some_and(|caller| libjvm(caller, &|m| m.contains("::thaw_slow("))))
+        })
+    }
+
     /// Whether the sample has no Java stack and its native frames are all HotSpot's own
     /// (libjvm, and libc below it): VM code that JVM-generated code called (a runtime or
     /// barrier stub), in a transition the walk did not cross, such as an nmethod's entry

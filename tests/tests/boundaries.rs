@@ -31,8 +31,8 @@ use std::sync::{Mutex, OnceLock};
 use tests::boundaries::{
     alloc_figures, ffm_figures, javac_figures, jna_figures, jna_installed, monitor_figures,
     printed_vthreads, record_alloc, record_ffm, record_javac, record_jna, record_monitors,
-    record_vthreads, vthread_figures, vthread_whole, Gc, Recorded, DEPTHS, FFM_UPCALL, JNA_CLINIT,
-    JNA_JAR,
+    record_vthreads, thaw_start_samples, vthread_figures, vthread_whole, Gc, Recorded, DEPTHS,
+    FFM_UPCALL, JNA_CLINIT, JNA_JAR,
 };
 use tests::boundary_measures::{
     compare_ticks, measure, percent, reaches, Figures, Judge, THREAD_ROOT,
@@ -396,6 +396,28 @@ fn check_vthreads(gc: Gc) {
         }
         let figures = vthread_figures(rec);
         report(rec, &figures);
+        // In a thaw that has not changed the continuation yet, every frame is still in the
+        // heap chunks: each such sample is whole (about 10 per run under generational ZGC,
+        // where `thaw_slow` first relativizes the chunk; prepare_thaw is rarer).
+        let (at_start, not_whole, examples) = thaw_start_samples(rec);
+        eprintln!(
+            "{}: {at_start} samples in a thaw not started yet, {not_whole} of them not whole",
+            rec.what
+        );
+        if not_whole > 0 {
+            errors.push(format!(
+                "{}: {not_whole} of {at_start} samples in a thaw not started yet not whole; \
+                 first:\n{}",
+                rec.what,
+                examples.join("\n")
+            ));
+        }
+        if gc == Gc::GenerationalZ && at_start == 0 {
+            errors.push(format!(
+                "{}: no sample in a thaw not started yet (relativizing under ZGC)",
+                rec.what
+            ));
+        }
         for (group, f) in &figures {
             let what = format!("{}: {group}", rec.what);
             if f.samples < MIN_DEPTH_SAMPLES {

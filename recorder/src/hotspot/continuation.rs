@@ -119,6 +119,76 @@ pub struct ContinuationLayout {
     pub offset_of_stack: u64,
     /// How references are stored.
     pub oops: Oops,
+    /// Where in libjvm a thaw has not changed the continuation yet.
+    pub thaw_start: ThawStart,
+}
+
+/// Most `thaw_slow` instances kept (JDK 25 has one per collector and reference width: 10).
+const MAX_THAW_SLOW: usize = 16;
+
+/// The code of libjvm in which a thaw has read but not yet changed the continuation: its
+/// chunks still hold every frame, and their headers still say where. HotSpot changes a
+/// chunk's `sp` and `pc` before it copies the frames out (`clear_chunk`,
+/// `remove_top_compiled_frame_from_chunk`, `finalize_thaw`), so from then on the frames being
+/// copied are neither on the stack nor where the chunk says; before then they are all in the
+/// chunks. Two phases are known to come before: `Continuation::prepare_thaw` (called by the
+/// thaw stubs first: it only reads, and may drop an empty newest chunk, an atomic store), and
+/// `stackChunkOopDesc::relativize_derived_pointers_concurrently` called by `thaw_slow` (ZGC and
+/// Shenandoah: the first thing `thaw_slow` does outside a preempted thaw; it rewrites derived
+/// pointers and the colors of references in the frames, never their pcs, sizes or links).
+/// Ranges are `[start, end)`; empty where libjvm's symbol table lacks them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ThawStart {
+    /// `Continuation::prepare_thaw`.
+    pub prepare: (u64, u64),
+    /// `stackChunkOopDesc::relativize_derived_pointers_concurrently`.
+    pub relativize: (u64, u64),
+    /// Every instance of `thaw_slow` (`ThawBase::thaw_slow` in JDK 21, `Thaw<Config<..>>::`
+    /// in JDK 25).
+    pub thaw_slow: [(u64, u64); MAX_THAW_SLOW],
+}
+
+/// The names (or parts of them) [`ThawStart`] is read from.
+const PREPARE_THAW: &str = "_ZN12Continuation12prepare_thawEP10JavaThreadb";
+const RELATIVIZE: &str = "_ZN17stackChunkOopDesc40relativize_derived_pointers_concurrentlyEv";
+const THAW_SLOW: &str = "9thaw_slowEP17stackChunkOopDesc";
+/// The functions [`ThawStart`] needs from libjvm's symbol table.
+pub const THAW_FUNCTIONS: &[&str] = &[PREPARE_THAW, RELATIVIZE, THAW_SLOW];
+
+impl ThawStart {
+    /// The ranges from libjvm's symbol table.
+    fn read(s: &JvmSymbols) -> ThawStart {
+        let first = |name| s.functions(name).next().unwrap_or((0, 0));
+        let mut thaw_slow = [(0, 0); MAX_THAW_SLOW];
+        for (slot, range) in thaw_slow.iter_mut().zip(s.functions(THAW_SLOW)) {
+            *slot = range;
+        }
+        ThawStart {
+            prepare: first(PREPARE_THAW),
+            relativize: first(RELATIVIZE),
+            thaw_slow,
+        }
+    }
+
+    /// Whether the native frames `pcs` (the interrupted pc first, then return addresses) are
+    /// in a thaw that has not changed the continuation yet: in `prepare_thaw`, or in
+    /// `relativize_derived_pointers_concurrently` called by `thaw_slow` itself (GC code that
+    /// relativizes a chunk elsewhere is not this).
+    pub fn holds(&self, pcs: &[u64]) -> bool {
+        // A return address is after its call: the call is in the function up to its end.
+        let within = |(start, end): (u64, u64), pc: u64, ret: bool| {
+            let pc = if ret { pc.wrapping_sub(1) } else { pc };
+            start < end && start <= pc && pc < end
+        };
+        pcs.iter().enumerate().any(|(i, &pc)| {
+            let ret = i != 0;
+            within(self.prepare, pc, ret)
+                || (within(self.relativize, pc, ret)
+                    && pcs.get(i.wrapping_add(1)).is_some_and(|&caller| {
+                        self.thaw_slow.iter().any(|&r| within(r, caller, true))
+                    }))
+        })
+    }
 }
 
 /// The statics [`ContinuationLayout::read`] needs from libjvm's symbol table.
@@ -229,6 +299,7 @@ impl ContinuationLayout {
             chunk_cont: offset(s, "_ZN26jdk_internal_vm_StackChunk12_cont_offsetE")?,
             offset_of_stack: offset(s, "_ZN23InstanceStackChunkKlass16_offset_of_stackE")?,
             oops,
+            thaw_start: ThawStart::read(s),
         })
     }
 
@@ -297,6 +368,19 @@ struct ChunkFrames {
     pc: u64,
 }
 
+/// Whose stack a `Continuation.enterSpecial` frame ends ([`Walker::entry_owner`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryOwner {
+    /// Not `Continuation.enterSpecial` (or the layout is not known yet).
+    NotEntry,
+    /// The mounted virtual thread's: its stack ends here.
+    Virtual,
+    /// The carrier's own (a carrier running code as itself, or no virtual thread mounted).
+    Carrier,
+    /// A virtual thread's entry whose thread objects cannot be read now.
+    Unknown,
+}
+
 /// How a walk into a virtual thread's frozen frames ended, counted for the summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -322,10 +406,12 @@ pub enum Outcome {
     Yielding,
     /// A frame in a chunk could not be walked.
     BadFrame,
+    /// Walked down to `Continuation.enterSpecial` from a thaw not started yet.
+    WalkedAtThawStart,
 }
 
 /// Names of the [`Outcome`]s, in order.
-pub const OUTCOMES: [&str; 10] = [
+pub const OUTCOMES: [&str; 11] = [
     "walked",
     "in a thaw or freeze stub",
     "no continuation entry",
@@ -336,6 +422,7 @@ pub const OUTCOMES: [&str; 10] = [
     "chunk moved",
     "yield in progress",
     "frame not walkable",
+    "walked, from a thaw not started yet",
 ];
 
 /// Walks into frozen frames, by [`Outcome`].
@@ -354,35 +441,53 @@ fn forwarded(mark: u64) -> bool {
 }
 
 impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
-    /// Whether the frame at `pc` is `Continuation.enterSpecial` of a virtual thread the sample
-    /// is written as (not a carrier running code as itself, see
-    /// `ContinuationLayout::continuation`): the end of the virtual thread's stack, as the JDK
-    /// writes it.
-    pub(super) fn ends_virtual_stack(&self, pc: u64) -> bool {
+    /// Whose stack a frame at `pc` ends, if it is `Continuation.enterSpecial`: a virtual
+    /// thread's the sample is written as ([`EntryOwner::Virtual`]: the JDK ends its stack
+    /// there), or a carrier's running code as itself ([`EntryOwner::Carrier`], see
+    /// `ContinuationLayout::continuation`: the walk goes on into the carrier's frames), or not
+    /// known now ([`EntryOwner::Unknown`]: the entry is a virtual thread's but its thread
+    /// objects cannot be read now, under generational ZGC a handle whose color forbids a load;
+    /// the stack is cut there, neither the virtual thread's whole nor the carrier's).
+    pub(super) fn entry_owner(&self, pc: u64) -> EntryOwner {
         let Some(c) = layout().filter(|c| c.entry_return == pc) else {
-            return false;
+            return EntryOwner::NotEntry;
         };
-        runs_virtual_thread(self.thread) == Some(true)
-            && matches!(
-                (
-                    c.handle_object(self.thread, c.vthread_handle),
-                    c.handle_object(self.thread, c.carrier_handle)
-                ),
-                (Some(current), Some(carrier)) if current != carrier
-            )
+        if runs_virtual_thread(self.thread) != Some(true) {
+            return EntryOwner::Carrier;
+        }
+        match (
+            c.handle_object(self.thread, c.vthread_handle),
+            c.handle_object(self.thread, c.carrier_handle),
+        ) {
+            (Some(current), Some(carrier)) if current != carrier => EntryOwner::Virtual,
+            (Some(_), Some(_)) => EntryOwner::Carrier,
+            _ => EntryOwner::Unknown,
+        }
     }
 
-    /// The walk reached the return barrier (`at`: a frame whose pc is the barrier): the
-    /// virtual thread's frames still frozen in its stack chunks, then its
-    /// `Continuation.enterSpecial`, where its stack ends.
-    pub(super) fn cross_continuation(&self, at: At, out: &mut Out<'_>) -> Crossed {
-        let Some(layout) = layout().filter(|l| l.return_barrier == at.pc) else {
+    /// The walk reached the return barrier (`at`: a frame whose pc is the barrier), or, with
+    /// `thaw_not_started`, the continuation stub a thaw that has not changed the continuation
+    /// yet was called from (the walk's first frame; see [`ThawStart`]): the virtual thread's
+    /// frames still frozen in its stack chunks, then its `Continuation.enterSpecial`, where
+    /// its stack ends.
+    pub(super) fn cross_continuation(
+        &self,
+        at: At,
+        thaw_not_started: bool,
+        out: &mut Out<'_>,
+    ) -> Crossed {
+        let Some(layout) = layout().filter(|l| l.return_barrier == at.pc || thaw_not_started)
+        else {
             count(Outcome::NotBarrier);
             return Crossed::Cut;
         };
         match self.frozen_frames(layout, at, out) {
             Ok(crossed) => {
-                count(Outcome::Walked);
+                count(if layout.return_barrier == at.pc {
+                    Outcome::Walked
+                } else {
+                    Outcome::WalkedAtThawStart
+                });
                 crossed
             }
             Err(why) => {
@@ -635,7 +740,7 @@ pub fn layout() -> Option<&'static ContinuationLayout> {
 pub fn prepare(v: &VmStructs, java_major: u32) {
     let pending = oops::read(v, java_major)
         .map_err(str::to_string)
-        .and_then(|oops| Ok((oops, JvmSymbols::read(SYMBOLS)?)));
+        .and_then(|oops| Ok((oops, JvmSymbols::read(SYMBOLS, THAW_FUNCTIONS)?)));
     if let Ok((oops, symbols)) = &pending {
         if let Ok(tid) = offset(symbols, "_ZN16java_lang_Thread11_tid_offsetE") {
             super::vthread::init_decoded(v, tid, *oops);
@@ -693,4 +798,50 @@ fn said_off(why: &str) {
         "jfr-native: the frames of remounted virtual threads still frozen in the heap are not \
          walked (their stacks are written truncated there): {why}"
     );
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::arithmetic_side_effects)]
+mod tests {
+    use super::*;
+
+    fn start() -> ThawStart {
+        let mut thaw_slow = [(0, 0); MAX_THAW_SLOW];
+        thaw_slow[0] = (0x3000, 0x3500);
+        thaw_slow[1] = (0x4000, 0x4500);
+        ThawStart {
+            prepare: (0x1000, 0x10c0),
+            relativize: (0x2000, 0x20e0),
+            thaw_slow,
+        }
+    }
+
+    #[test]
+    fn a_thaw_is_not_started_in_prepare_thaw_or_in_thaw_slows_first_relativization() {
+        let s = start();
+        // Interrupted in prepare_thaw; returning into it from a callee.
+        assert!(s.holds(&[0x1010]));
+        assert!(s.holds(&[0x9000, 0x1010]));
+        // Relativizing, called by either thaw_slow, directly or below other callees.
+        assert!(s.holds(&[0x2010, 0x3100, 0x5000]));
+        assert!(s.holds(&[0x9000, 0x9100, 0x2010, 0x4100, 0x5000]));
+        // Relativizing for something else (a collector's oop iteration), or the last frame.
+        assert!(!s.holds(&[0x2010, 0x7000, 0x3100]));
+        assert!(!s.holds(&[0x2010]));
+        // thaw_slow copying frames (no relativization below it), and other code.
+        assert!(!s.holds(&[0x9000, 0x3100, 0x5000]));
+        assert!(!s.holds(&[]));
+    }
+
+    #[test]
+    fn a_return_address_is_in_the_function_its_call_is_in() {
+        let s = start();
+        // A return address at a function's end belongs to that function's last call; the
+        // interrupted pc there is the next function's first instruction.
+        assert!(s.holds(&[0x9000, 0x10c0]));
+        assert!(!s.holds(&[0x10c0]));
+        assert!(!s.holds(&[0x9000, 0x1000]));
+        // Unknown ranges (a libjvm without them) hold nothing.
+        assert!(!ThawStart::default().holds(&[0, 1, 0x1010]));
+    }
 }

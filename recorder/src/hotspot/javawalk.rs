@@ -31,9 +31,10 @@
 )]
 
 use super::codeblob::{Blob, BlobKind};
+use super::continuation::EntryOwner;
 use super::layout::JavaLayout;
 use super::mem::read_ptr;
-use super::scopes::{Scope, MAX_SCOPES};
+use super::scopes::{PcDesc, Scope, MAX_SCOPES};
 use super::stub_exit;
 use super::stubs::{self, StubKind};
 use crate::unwind::{Memory, NativeFrames, Regs};
@@ -91,6 +92,10 @@ pub struct Interrupted {
     pub bcp_register: u64,
     /// rbx: the template interpreter's `Method*` while it enters a method.
     pub method_register: u64,
+    /// The native frames are in a virtual thread's thaw that has not changed its continuation
+    /// yet ([`super::continuation::ThawStart`]): the continuation stub the native walk reached
+    /// is crossed into the frames still all in the heap.
+    pub thaw_not_started: bool,
 }
 
 /// What a walk gave.
@@ -234,6 +239,7 @@ impl JavaLayout {
                     fp: 0,
                 },
                 java_entry: None,
+                thaw_not_started: false,
                 ..interrupted
             };
             complete = walker.walk_into(from_anchor, &mut out);
@@ -281,7 +287,15 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             .filter(|e| (self.in_code_cache)(e.pc))
         {
             registers = None;
-            match self.top_boundary(entry, out) {
+            // A thaw not started yet: its continuation stub is crossed in the loop below.
+            let boundary = if interrupted.thaw_not_started
+                && stubs::find(entry.pc).is_some_and(|s| s.kind == StubKind::Continuation)
+            {
+                None
+            } else {
+                self.top_boundary(entry, out)
+            };
+            match boundary {
                 // A leaf call from Java code: the frame is complete, but its pc is not always
                 // a call site with debug information (leaf calls have none).
                 None => At::returned_to(entry),
@@ -299,12 +313,15 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 None => return Some(true), // no Java frame at all
             }
         };
+        // Only the walk's first frame can be the stub a thaw not started yet was called from.
+        let mut thaw_not_started = interrupted.thaw_not_started;
         for _ in 0..MAX_PHYSICAL_FRAMES {
+            let at_thaw_start = std::mem::take(&mut thaw_not_started) && out.count == 0;
             if stubs::find(at.pc).is_some_and(|s| s.kind == StubKind::Continuation) {
                 // A virtual thread's older frames are still frozen in the heap (below the
                 // return barrier), or are being moved (thaw, freeze): never stepped over as an
                 // ordinary stub.
-                match self.cross_continuation(at, out).next(out)? {
+                match self.cross_continuation(at, at_thaw_start, out).next(out)? {
                     Ok(next) => at = next,
                     Err(end) => return Some(end),
                 }
@@ -322,15 +339,31 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             if blob.kind != BlobKind::Interpreter {
                 registers = None;
             }
+            // A return address's PcDesc, looked up once: whether it has one decides the path
+            // below, and its scopes are read from it.
+            let return_desc = (blob.kind == BlobKind::Nmethod && !at.top)
+                .then(|| self.layout.pc_desc(&blob, at.pc, false));
+            let entry_owner = if blob.kind == BlobKind::NativeNmethod {
+                self.entry_owner(at.pc)
+            } else {
+                EntryOwner::NotEntry
+            };
             let next = match blob.kind {
-                BlobKind::NativeNmethod if self.ends_virtual_stack(at.pc) => {
+                BlobKind::NativeNmethod if entry_owner == EntryOwner::Virtual => {
                     // A virtual thread's `Continuation.enterSpecial`: its stack ends here (the
                     // carrier's frames below are not its own).
                     return self.emit_compiled(&blob, at, out);
                 }
+                BlobKind::NativeNmethod if entry_owner == EntryOwner::Unknown => {
+                    // A virtual thread's entry, but whether the sample is written as the
+                    // virtual thread or as its carrier is not known now: cut here (its frames
+                    // above are right, but the stack is neither one's whole).
+                    let _ = self.emit_compiled(&blob, at, out);
+                    return None;
+                }
                 // A return address without debug information: of a leaf call from the method
                 // body or from an out-of-line stub (GC barriers, C1's slow paths).
-                BlobKind::Nmethod if !at.top && !self.layout.has_pc_desc(&blob, at.pc) => {
+                BlobKind::Nmethod if matches!(return_desc, Some(None)) => {
                     let next = self.undescribed_sender(&blob, at, false)?;
                     if !self.emit_method_only(&blob, out)? {
                         return Some(false);
@@ -370,7 +403,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                         let emitted = if in_prologue {
                             self.emit_method_only(&blob, out)?
                         } else {
-                            self.emit_compiled(&blob, at, out)?
+                            self.emit_compiled_with(&blob, at, return_desc.flatten(), out)?
                         };
                         if !emitted {
                             return Some(false);
@@ -434,6 +467,17 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
 
     /// The frames of a compiled frame; false when the output is full.
     pub(super) fn emit_compiled(&self, blob: &Blob, at: At, out: &mut Out<'_>) -> Option<bool> {
+        self.emit_compiled_with(blob, at, None, out)
+    }
+
+    /// [`Self::emit_compiled`], with the PcDesc at `at` if the caller already found it.
+    fn emit_compiled_with(
+        &self,
+        blob: &Blob,
+        at: At,
+        desc: Option<PcDesc>,
+        out: &mut Out<'_>,
+    ) -> Option<bool> {
         let method = read_ptr(blob.at.checked_add(self.layout.nm_method)?)?;
         if blob.kind == BlobKind::NativeNmethod {
             return Some(out.push(JavaFrame {
@@ -443,9 +487,12 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             }));
         }
         let mut scopes = [Scope::default(); MAX_SCOPES];
-        let count = self
-            .layout
-            .scopes_at(blob, method, at.pc, !at.exact, &mut scopes)?;
+        let count = match desc {
+            Some(desc) => self.layout.scopes_from(&desc, method, &mut scopes)?,
+            None => self
+                .layout
+                .scopes_at(blob, method, at.pc, !at.exact, &mut scopes)?,
+        };
         let mut ids = [0u64; MAX_SCOPES];
         // Every method first: a scope without a jmethodID stops the walk before any of this
         // frame's scopes is written.

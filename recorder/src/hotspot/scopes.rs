@@ -31,6 +31,12 @@ pub struct Scope {
     pub bci: i32,
 }
 
+/// A PcDesc found in an nmethod: where its scopes start, with the tables they are read from.
+pub struct PcDesc {
+    tables: Tables,
+    scope_offset: i64,
+}
+
 /// The ranges of an nmethod's debug information.
 struct Tables {
     pcs_begin: u64,
@@ -154,12 +160,16 @@ impl JavaLayout {
         self.scope_decode_offset.int(found)
     }
 
-    /// Whether nmethod `blob` has a PcDesc at exactly `pc` (debug information for a return
-    /// address there); a binary search, no scope is read.
-    pub fn has_pc_desc(&self, blob: &Blob, pc: u64) -> bool {
-        self.tables(blob.at)
-            .and_then(|t| self.scope_offset(blob, &t, pc, false))
-            .is_some()
+    /// The PcDesc for `pc` in nmethod `blob` ([`Self::scope_offset`]), kept for
+    /// [`Self::scopes_from`]: one binary search serves both the question whether a return
+    /// address has debug information and the reading of its scopes.
+    pub fn pc_desc(&self, blob: &Blob, pc: u64, approximate: bool) -> Option<PcDesc> {
+        let tables = self.tables(blob.at)?;
+        let scope_offset = self.scope_offset(blob, &tables, pc, approximate)?;
+        Some(PcDesc {
+            tables,
+            scope_offset,
+        })
     }
 
     /// The scopes at `pc` of nmethod `blob` (method `method`), innermost first, into `out`;
@@ -172,8 +182,19 @@ impl JavaLayout {
         approximate: bool,
         out: &mut [Scope; MAX_SCOPES],
     ) -> Option<usize> {
-        let tables = self.tables(blob.at)?;
-        let mut offset = self.scope_offset(blob, &tables, pc, approximate)?;
+        self.scopes_from(&self.pc_desc(blob, pc, approximate)?, method, out)
+    }
+
+    /// The scopes of a PcDesc found by [`Self::pc_desc`] in an nmethod of method `method`,
+    /// innermost first, into `out`; the count, or `None` if the chain does not end at `method`.
+    pub fn scopes_from(
+        &self,
+        desc: &PcDesc,
+        method: u64,
+        out: &mut [Scope; MAX_SCOPES],
+    ) -> Option<usize> {
+        let tables = &desc.tables;
+        let mut offset = desc.scope_offset;
         let excluded = u32::from(self.unsigned5);
         let mut count = 0usize;
         loop {

@@ -23,6 +23,8 @@ use super::mem::{read_int, read_ptr};
 #[derive(Debug, Default, Clone)]
 pub struct JvmSymbols {
     addresses: HashMap<&'static str, u64>,
+    /// The functions whose names contain a wanted part: (part, start, end) in this process.
+    functions: Vec<(&'static str, u64, u64)>,
 }
 
 /// The file libjvm was loaded from and the address of `gHotSpotVMStructs` in this process.
@@ -50,9 +52,14 @@ fn libjvm() -> Result<(String, u64), String> {
 }
 
 impl JvmSymbols {
-    /// Reads the addresses of `wanted` (mangled names) from the running libjvm's `.symtab`.
-    /// Names the table lacks are absent; an error if there is no table at all.
-    pub fn read(wanted: &[&'static str]) -> Result<JvmSymbols, String> {
+    /// Reads the addresses of `wanted` (mangled names) from the running libjvm's `.symtab`,
+    /// and the address ranges of the functions whose mangled names contain one of
+    /// `functions_containing` (every instance of a template). Names the table lacks are
+    /// absent; an error if there is no table at all.
+    pub fn read(
+        wanted: &[&'static str],
+        functions_containing: &[&'static str],
+    ) -> Result<JvmSymbols, String> {
         let (path, anchor) = libjvm()?;
         let file = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
         // SAFETY: the file is libjvm, mapped read-only by the loader too; nothing here writes
@@ -60,6 +67,7 @@ impl JvmSymbols {
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("{path}: {e}"))?;
         let elf = object::File::parse(&*map).map_err(|e| format!("{path}: {e}"))?;
         let mut found: HashMap<&'static str, u64> = HashMap::new();
+        let mut functions: Vec<(&'static str, u64, u64)> = Vec::new();
         let mut anchor_value = None;
         let mut any = false;
         for symbol in elf.symbols() {
@@ -72,6 +80,11 @@ impl JvmSymbols {
             } else if let Some(&w) = wanted.iter().find(|&&w| w == name) {
                 found.insert(w, symbol.address());
             }
+            if symbol.kind() == object::SymbolKind::Text && symbol.size() > 0 {
+                if let Some(&part) = functions_containing.iter().find(|&&p| name.contains(p)) {
+                    functions.push((part, symbol.address(), symbol.size()));
+                }
+            }
         }
         if !any {
             return Err(format!("{path} has no symbol table (.symtab)"));
@@ -83,7 +96,26 @@ impl JvmSymbols {
             .into_iter()
             .filter_map(|(name, value)| Some((name, value.checked_add(bias)?)))
             .collect();
-        Ok(JvmSymbols { addresses })
+        let functions = functions
+            .into_iter()
+            .filter_map(|(part, value, size)| {
+                let start = value.checked_add(bias)?;
+                Some((part, start, start.checked_add(size)?))
+            })
+            .collect();
+        Ok(JvmSymbols {
+            addresses,
+            functions,
+        })
+    }
+
+    /// The address ranges `[start, end)` of the functions whose names contain `part` (one of
+    /// the parts [`JvmSymbols::read`] was given).
+    pub fn functions<'a>(&'a self, part: &'a str) -> impl Iterator<Item = (u64, u64)> + 'a {
+        self.functions
+            .iter()
+            .filter(move |(p, _, _)| *p == part)
+            .map(|&(_, start, end)| (start, end))
     }
 
     /// The address of static `name`, if the table has it.

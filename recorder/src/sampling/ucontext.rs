@@ -58,6 +58,7 @@ pub unsafe fn interrupted(uc: *const c_void, java_entry: Option<Regs>) -> Interr
             java_entry,
             bcp_register: bcp_register(uc),
             method_register: method_register(uc),
+            thaw_not_started: false,
         }
     }
 }
