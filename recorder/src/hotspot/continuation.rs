@@ -368,7 +368,7 @@ struct ChunkFrames {
     pc: u64,
 }
 
-/// Whose stack a `Continuation.enterSpecial` frame ends ([`Walker::entry_owner`]).
+/// Whose stack a `Continuation.enterSpecial` frame ends (the Java walk's `entry_owner`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryOwner {
     /// Not `Continuation.enterSpecial` (or the layout is not known yet).

@@ -160,9 +160,9 @@ impl JavaLayout {
         self.scope_decode_offset.int(found)
     }
 
-    /// The PcDesc for `pc` in nmethod `blob` ([`Self::scope_offset`]), kept for
-    /// [`Self::scopes_from`]: one binary search serves both the question whether a return
-    /// address has debug information and the reading of its scopes.
+    /// The PcDesc for `pc` in nmethod `blob` (exactly at `pc`, or with `approximate` the first
+    /// at or after it), kept for [`Self::scopes_from`]: one binary search serves both the
+    /// question whether a return address has debug information and the reading of its scopes.
     pub fn pc_desc(&self, blob: &Blob, pc: u64, approximate: bool) -> Option<PcDesc> {
         let tables = self.tables(blob.at)?;
         let scope_offset = self.scope_offset(blob, &tables, pc, approximate)?;

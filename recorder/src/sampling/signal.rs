@@ -240,11 +240,14 @@ fn java_walk(
     let mut at = unsafe { ucontext::interrupted(uc, native.java_entry) };
     // A virtual thread's thaw whose native frames show it has not changed the continuation
     // yet: the Java walk crosses the continuation stub it was called from.
-    at.thaw_not_started = native.java_entry.is_some()
-        && crate::hotspot::continuation::layout().is_some_and(|c| {
-            c.thaw_start
-                .holds(scratch.pcs.get(..native.count).unwrap_or_default())
-        });
+    // Tested only where the native walk entered from a continuation stub.
+    at.thaw_not_started = native.java_entry.is_some_and(|entry| {
+        crate::hotspot::stubs::find(entry.pc)
+            .is_some_and(|s| s.kind == crate::hotspot::stubs::StubKind::Continuation)
+    }) && crate::hotspot::continuation::layout().is_some_and(|c| {
+        c.thaw_start
+            .holds(scratch.pcs.get(..native.count).unwrap_or_default())
+    });
     let stack = bounds.map(|b| slot.stack.bounds_from(at.regs.sp).unwrap_or(b));
     let between = CodeMapWalk {
         mem: stack.as_ref(),
