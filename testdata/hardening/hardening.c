@@ -142,8 +142,19 @@ JNIEXPORT jint JNICALL Java_Hardening_onFiber(JNIEnv *env, jclass c, jdouble sec
 
 static double alt_seconds;
 static uintptr_t alt_gap;
+static sigset_t alt_thread_mask;
 
-static void on_alt_signal(int sig) { spin_with_rbp(alt_gap, alt_seconds); }
+/* The handler first takes back the thread's own signal mask (plus its own signal). A signal
+ * the kernel delivered at the same moment as this one (the agent's sampling signal, say) has
+ * its frame set up beneath this handler's and stays blocked while this handler runs: without
+ * this, a 1-second spin here was, now and then, a spin with the agent's signal blocked and not
+ * one sample on the alternate stack. */
+static void on_alt_signal(int sig) {
+    sigset_t mask = alt_thread_mask;
+    sigaddset(&mask, sig);
+    pthread_sigmask(SIG_SETMASK, &mask, NULL);
+    spin_with_rbp(alt_gap, alt_seconds);
+}
 
 /* Spins in a signal handler that runs on an alternate signal stack, rbp in an unmapped gap. */
 JNIEXPORT jint JNICALL Java_Hardening_onAltStack(JNIEnv *env, jclass c, jint signal, jdouble seconds) {
@@ -161,6 +172,7 @@ JNIEXPORT jint JNICALL Java_Hardening_onAltStack(JNIEnv *env, jclass c, jint sig
     sa.sa_flags = SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     if (sigaction(signal, &sa, &prev) != 0) return -3;
+    pthread_sigmask(SIG_BLOCK, NULL, &alt_thread_mask);
     syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), signal);
     sigaction(signal, &prev, NULL);
     sigaltstack(&old, NULL);
