@@ -10,7 +10,8 @@ import java.util.concurrent.locks.LockSupport;
  * remount: `java VthreadChains SECONDS DEPTH[,DEPTH...] THREADS_PER_DEPTH`. Each virtual thread
  * calls {@link #level} DEPTH times deep, then, until SECONDS of wall time have passed, parks
  * (LockSupport.parkNanos, Thread.sleep and a poll of an empty blocking queue, in turn) and
- * computes for about a millisecond ({@link #compute}). A remount thaws the virtual thread's
+ * computes for about a millisecond ({@link #compute}; with a fourth argument {@code deflate}, in
+ * native code instead: {@link #deflate}, zlib's through {@code Deflater}). A remount thaws the virtual thread's
  * frames lazily: the computation runs with the rest of the chain still frozen in the heap
  * (its stack chunk), below a return barrier. Each virtual thread prints
  * `VTHREAD <threadId> <depth>` once running; the main thread waits without CPU and prints
@@ -22,6 +23,18 @@ public class VthreadChains {
     static final LinkedBlockingQueue<Object> EMPTY = new LinkedBlockingQueue<>();
     /** Iterations of compute's inner loop: about 1 ms of CPU here. */
     static final int WORK = 400_000;
+    /** Whether the work after each remount is zlib's (native code), not {@link #compute}. */
+    static boolean nativeWork;
+    /** What {@link #deflate} compresses: 64 KB of text-like bytes. */
+    static final byte[] TEXT = new byte[64 << 10];
+
+    static {
+        long x = 7;
+        for (int i = 0; i < TEXT.length; i++) {
+            x = x * 6364136223846793005L + 1442695040888963407L;
+            TEXT[i] = (byte) ('a' + (int) ((x >>> 33) % 16));
+        }
+    }
 
     /** One link of the chain: `depth` frames of it above {@link #work}. */
     static long level(int depth, long seed, long untilNs) throws InterruptedException {
@@ -41,9 +54,26 @@ public class VthreadChains {
                 case 1 -> Thread.sleep(0, 100_000);
                 default -> EMPTY.poll(100, TimeUnit.MICROSECONDS);
             }
-            x = compute(x);
+            x = nativeWork ? deflate(x) : compute(x);
         }
         return x;
+    }
+
+    /**
+     * CPU work in native code right after a remount: zlib compresses {@link #TEXT} (a few
+     * milliseconds), the carrier in native code meanwhile.
+     */
+    static long deflate(long seed) {
+        java.util.zip.Deflater d = new java.util.zip.Deflater(6);
+        d.setInput(TEXT);
+        d.finish();
+        byte[] out = new byte[TEXT.length + 1024];
+        long n = 0;
+        while (!d.finished()) {
+            n += d.deflate(out);
+        }
+        d.end();
+        return seed ^ n;
     }
 
     /**
@@ -63,6 +93,7 @@ public class VthreadChains {
         long seconds = (long) (Double.parseDouble(args[0]) * 1e9);
         String[] depths = args[1].split(",");
         int perDepth = Integer.parseInt(args[2]);
+        nativeWork = args.length > 3 && args[3].equals("deflate");
         // Warm-up: the chain's methods are JIT-compiled before the virtual threads start, as a
         // server's code is (their frames then are compiled frames, on the stack and frozen).
         for (int i = 0; i < 20_000; i++) {

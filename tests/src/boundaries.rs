@@ -472,8 +472,6 @@ pub fn record_ffm(jdk: &Jdk) -> Result<Recorded, String> {
 /// own CPU-time sampler records the same run (JDK 25+) and the agent uses the timer engine, so
 /// that both take their samples on the same ticks.
 pub fn record_vthreads(jdk: &Jdk, gc: Gc, jdk_sampler: bool) -> Result<Recorded, String> {
-    let classes = vthread_classes()?;
-    let depths: Vec<String> = DEPTHS.iter().map(u32::to_string).collect();
     let case = format!(
         "vthreads {}{}",
         gc.name(),
@@ -483,17 +481,37 @@ pub fn record_vthreads(jdk: &Jdk, gc: Gc, jdk_sampler: bool) -> Result<Recorded,
             ""
         }
     );
+    record_chains(jdk, gc, &case, jdk_sampler, &[])
+}
+
+/// Records the virtual-thread chains on `jdk` (21+) under `gc`, symbolized, their work after
+/// each remount in native code (zlib, through `Deflater`): the carrier holds no safepoint back
+/// then.
+pub fn record_vthreads_in_native(jdk: &Jdk, gc: Gc) -> Result<Recorded, String> {
+    let case = format!("vthreads in native code {}", gc.name());
+    record_chains(jdk, gc, &case, false, &["deflate"])
+}
+
+/// `VthreadChains` at [`DEPTHS`], with `more` arguments.
+fn record_chains(
+    jdk: &Jdk,
+    gc: Gc,
+    case: &str,
+    jdk_sampler: bool,
+    more: &[&str],
+) -> Result<Recorded, String> {
+    let classes = vthread_classes()?;
+    let depths = DEPTHS.map(|d| d.to_string()).join(",");
+    let mut args = vec![VTHREAD_SECONDS, &depths, VTHREADS_PER_DEPTH];
+    args.extend_from_slice(more);
     record(Recipe {
-        case: &case,
+        case,
         jdk,
         class_path: classes.display().to_string(),
         jvm_options: gc.options(jdk),
         agent_options: if jdk_sampler { "engine=timer" } else { "" },
         interval: INTERVAL,
-        program: program(
-            "VthreadChains",
-            &[VTHREAD_SECONDS, &depths.join(","), VTHREADS_PER_DEPTH],
-        ),
+        program: program("VthreadChains", &args),
         // Symbolized, to tell the samples taken in HotSpot's thaw (named libjvm frames), but
         // not beside the JDK's sampler, where only the ticks are compared.
         symbolize: !jdk_sampler,

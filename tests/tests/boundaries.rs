@@ -6,7 +6,8 @@
 //!   libc's qsort calling a Java comparator through an upcall stub, on JDK 25;
 //! - virtual threads that park 40 and 120 frames deep and compute right after each remount (the
 //!   rest of the chain still frozen in the heap), under G1 and generational ZGC, on JDK 25 (and
-//!   JDK 21 when installed), and beside the JDK's own sampler tick by tick on JDK 25;
+//!   JDK 21 when installed), and beside the JDK's own sampler tick by tick on JDK 25; the same
+//!   with their work after each remount in zlib (native code);
 //! - three threads contending for one lock (libjvm's monitor slow paths called from compiled
 //!   code), on JDK 17 and 25, in C2 code and in C1 code only;
 //! - two threads storing fresh objects into long-lived arrays, a map and fields (GC barrier and
@@ -31,8 +32,8 @@ use std::sync::{Mutex, OnceLock};
 use tests::boundaries::{
     alloc_figures, ffm_figures, javac_figures, jna_figures, jna_installed, monitor_figures,
     printed_vthreads, record_alloc, record_ffm, record_javac, record_jna, record_monitors,
-    record_vthreads, thaw_start_samples, vthread_figures, vthread_whole, Gc, Recorded, DEPTHS,
-    FFM_UPCALL, JNA_CLINIT, JNA_JAR,
+    record_vthreads, record_vthreads_in_native, thaw_start_samples, vthread_figures,
+    vthread_samples, vthread_whole, Gc, Recorded, DEPTHS, FFM_UPCALL, JNA_CLINIT, JNA_JAR,
 };
 use tests::boundary_measures::{
     compare_ticks, measure, percent, reaches, Figures, Judge, THREAD_ROOT,
@@ -461,6 +462,73 @@ fn virtual_threads_remounted_deep_are_whole_and_labelled_under_g1() {
 #[test]
 fn virtual_threads_remounted_deep_are_whole_and_labelled_under_generational_zgc() {
     check_vthreads(Gc::GenerationalZ);
+}
+
+/// Least samples in zlib of one recording of the chains in native code (about 2,600 at 2 ms).
+const MIN_NATIVE_WORK_SAMPLES: usize = 500;
+
+/// Virtual threads whose work after each remount is native code (zlib's `deflate`, through
+/// `Deflater`), the rest of the chain still frozen in the heap: the carrier is in native code,
+/// where it holds no safepoint back, so a collector's pause may run while the walk reads the
+/// chunks. At least [`MIN_WHOLE_PERCENT`] of those samples whole (every `level` frame, down to
+/// the continuation's entry) and written as their virtual thread, under G1 and generational
+/// ZGC. The agent before (it did not read the chunks of a carrier in native code: commit
+/// f5f0c80) wrote 96 of 2,721 such samples whole on JDK 25 under G1.
+#[test]
+fn virtual_threads_in_native_code_keep_their_frozen_frames() {
+    let mut errors = Vec::new();
+    for jdk in virtual_thread_jdks().iter() {
+        for gc in [Gc::G1, Gc::GenerationalZ] {
+            let rec = one_at_a_time(|| record_vthreads_in_native(jdk, gc))
+                .unwrap_or_else(|e| panic!("recording the chains in native code: {e}"));
+            let printed = printed_vthreads(&rec.stdout);
+            let in_zlib: Vec<&Sample> = vthread_samples(&rec)
+                .into_iter()
+                .filter(|s| {
+                    s.java
+                        .iter()
+                        .any(|f| f.is("java.util.zip.Deflater", "deflateBytesBytes"))
+                })
+                .collect();
+            let whole_and_labelled = |s: &&Sample| {
+                let depth = s
+                    .is_virtual
+                    .then_some(s.java_thread_id)
+                    .flatten()
+                    .and_then(|id| printed.get(&id).copied());
+                depth.is_some() && vthread_whole(s, depth)
+            };
+            let whole = in_zlib.iter().filter(|s| whole_and_labelled(s)).count();
+            let share = percent(whole as u64, in_zlib.len() as u64);
+            eprintln!(
+                "{}: {} samples in zlib, {whole} ({share:.1}%) whole and labelled ({})",
+                rec.what,
+                in_zlib.len(),
+                rec.summary
+            );
+            if in_zlib.len() < MIN_NATIVE_WORK_SAMPLES {
+                errors.push(format!(
+                    "{}: only {} samples in zlib",
+                    rec.what,
+                    in_zlib.len()
+                ));
+            } else if share < MIN_WHOLE_PERCENT {
+                let first = in_zlib
+                    .iter()
+                    .find(|s| !whole_and_labelled(s))
+                    .map(|s| s.describe())
+                    .unwrap_or_default();
+                errors.push(format!(
+                    "{}: {whole} of {} samples in zlib ({share:.1}%) whole and labelled, want \
+                     {MIN_WHOLE_PERCENT}%\n{first}",
+                    rec.what,
+                    in_zlib.len()
+                ));
+            }
+            rec.remove();
+        }
+    }
+    assert_no_errors(errors);
 }
 
 /// JDK 25's own sampler records the same run (its CPU timer and the agent's fire on the same

@@ -14,9 +14,11 @@
 //! JDK ends a virtual thread's stack.
 //!
 //! Nothing is believed unchecked, and any failed check cuts the walk (truncated):
-//! - the carrier runs Java code or the VM (thread state `_thread_in_Java`, `_thread_in_vm` and
-//!   their transitions), so no stop-the-world collection can run, and G1, Parallel or Serial
-//!   cannot move a chunk while it is read; in native code they could;
+//! - no stop-the-world pause runs while the chunks are read (one could move a chunk under G1,
+//!   Parallel or Serial, or flip generational ZGC's colors): the carrier runs Java code or the
+//!   VM (thread state `_thread_in_Java`, `_thread_in_vm` and their transitions), which holds any
+//!   safepoint back; or, in native code or blocked, HotSpot's safepoint counter is even before
+//!   the walk and unchanged after it (else nothing read is written);
 //! - the entry's continuation is the one the mounted virtual thread's object names (read
 //!   through the collector's own encoding, [`super::oops`], and under generational ZGC only
 //!   through pointers whose color allows a load now), and each chunk names that continuation;
@@ -88,6 +90,12 @@ pub struct ContinuationLayout {
     /// The states in which no stop-the-world pause can run: `_thread_in_vm`, `_thread_in_Java`
     /// and their transitions.
     pub running_states: [u64; 4],
+    /// `SafepointSynchronize::_safepoint_counter` (libjvm's symbol table; 0: not found): odd
+    /// while a safepoint is under way, one more at its start and one more at its end. A carrier
+    /// in native code or blocked does not hold a safepoint back; its walk is believed only if
+    /// the counter is even and the same before and after it (no collector's pause, which could
+    /// move a chunk or flip generational ZGC's colors, ran meanwhile).
+    pub safepoint_counter: u64,
     /// `JavaThread::_vthread` + `OopHandle::_obj`: the slot holding the mounted thread object.
     pub vthread_handle: (u64, u64),
     /// `JavaThread::_threadObj` + `OopHandle::_obj`: the slot holding the carrier's own.
@@ -191,6 +199,9 @@ impl ThawStart {
     }
 }
 
+/// `SafepointSynchronize::_safepoint_counter`.
+const SAFEPOINT_COUNTER: &str = "_ZN20SafepointSynchronize18_safepoint_counterE";
+
 /// The statics [`ContinuationLayout::read`] needs from libjvm's symbol table.
 pub const SYMBOLS: &[&str] = &[
     "_ZN12StubRoutines19_cont_returnBarrierE",
@@ -207,6 +218,7 @@ pub const SYMBOLS: &[&str] = &[
     "_ZN26jdk_internal_vm_StackChunk12_cont_offsetE",
     "_ZN23InstanceStackChunkKlass16_offset_of_stackE",
     "_ZN16java_lang_Thread11_tid_offsetE",
+    SAFEPOINT_COUNTER,
     "_ZN16java_lang_Thread20_continuation_offsetE",
 ];
 
@@ -270,6 +282,7 @@ impl ContinuationLayout {
                 state("_thread_in_Java")?,
                 state("_thread_in_Java_trans")?,
             ],
+            safepoint_counter: s.address(SAFEPOINT_COUNTER).unwrap_or(0),
             vthread_handle: (
                 v.offset("JavaThread", "_vthread")
                     .ok_or("JavaThread::_vthread")?,
@@ -308,6 +321,19 @@ impl ContinuationLayout {
         self.thread_state
             .uint(thread)
             .is_some_and(|state| self.running_states.contains(&state))
+    }
+
+    /// The safepoint counter now, if no safepoint is under way (see
+    /// [`ContinuationLayout::safepoint_counter`]).
+    fn safepoint_epoch(&self) -> Option<u64> {
+        if self.safepoint_counter == 0 {
+            return None;
+        }
+        // Reads of the walk that follows (or came before) stay on their side of this one.
+        std::sync::atomic::fence(Ordering::Acquire);
+        let counter = read_ptr(self.safepoint_counter)?;
+        std::sync::atomic::fence(Ordering::Acquire);
+        (counter & 1 == 0).then_some(counter)
     }
 
     /// The object a thread handle (`(field, OopHandle::_obj)`) of `thread` names.
@@ -393,7 +419,8 @@ pub enum Outcome {
     NoEntry,
     /// The continuation is not a virtual thread's.
     NotVirtual,
-    /// The carrier runs native code: a collector could move the chunk meanwhile.
+    /// The carrier runs native code or is blocked, and a safepoint was under way before or
+    /// during the walk: a collector could have moved the chunk meanwhile.
     NotRunning,
     /// The entry's continuation is not the one the mounted virtual thread names (or a
     /// reference could not be decoded now: generational ZGC's bad color).
@@ -416,7 +443,7 @@ pub const OUTCOMES: [&str; 11] = [
     "in a thaw or freeze stub",
     "no continuation entry",
     "not a virtual thread",
-    "carrier in native code",
+    "carrier in native code or blocked, a safepoint under way",
     "continuation not the mounted thread's",
     "chunk failed a check",
     "chunk moved",
@@ -497,7 +524,30 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         }
     }
 
+    /// The frozen frames, read while no stop-the-world pause can run: the carrier runs Java
+    /// or VM code (it holds any safepoint back), or no safepoint was under way from before the
+    /// walk to after it (a carrier in native code or blocked: what was read then may be of a
+    /// chunk a pause moved, and none of it is written).
     fn frozen_frames(
+        &self,
+        c: &ContinuationLayout,
+        at: At,
+        out: &mut Out<'_>,
+    ) -> Result<Crossed, Outcome> {
+        if c.running(self.thread) {
+            return self.frozen_frames_read(c, at, out);
+        }
+        let before = c.safepoint_epoch().ok_or(Outcome::NotRunning)?;
+        let written = out.len();
+        let crossed = self.frozen_frames_read(c, at, out);
+        if c.safepoint_epoch() != Some(before) {
+            out.truncate(written);
+            return Err(Outcome::NotRunning);
+        }
+        crossed
+    }
+
+    fn frozen_frames_read(
         &self,
         c: &ContinuationLayout,
         at: At,
@@ -518,9 +568,6 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             .stack
             .read_u64(entry.checked_add(ENTRY_CONT).ok_or(NoEntry)?)
             .ok_or(NoEntry)?;
-        if !c.running(self.thread) {
-            return Err(NotRunning);
-        }
         let (cont, is_virtual) = c
             .continuation(self.thread, entry_cont)
             .ok_or(OtherContinuation)?;

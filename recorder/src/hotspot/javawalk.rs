@@ -181,6 +181,16 @@ impl Out<'_> {
         })
     }
 
+    /// How many frames are written so far.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Takes back the frames written after the first `count`.
+    pub fn truncate(&mut self, count: usize) {
+        self.count = self.count.min(count);
+    }
+
     /// Native frames missing here ([`kind::NATIVE_GAP`]).
     pub fn push_gap(&mut self) -> bool {
         self.push(JavaFrame {
