@@ -481,7 +481,7 @@ pub fn record_vthreads(jdk: &Jdk, gc: Gc, jdk_sampler: bool) -> Result<Recorded,
             ""
         }
     );
-    record_chains(jdk, gc, &case, jdk_sampler, &[])
+    record_chains(jdk, gc, &case, jdk_sampler, &[], &[])
 }
 
 /// Records the virtual-thread chains on `jdk` (21+) under `gc`, symbolized, their work after
@@ -489,26 +489,42 @@ pub fn record_vthreads(jdk: &Jdk, gc: Gc, jdk_sampler: bool) -> Result<Recorded,
 /// then.
 pub fn record_vthreads_in_native(jdk: &Jdk, gc: Gc) -> Result<Recorded, String> {
     let case = format!("vthreads in native code {}", gc.name());
-    record_chains(jdk, gc, &case, false, &["deflate"])
+    record_chains(jdk, gc, &case, false, &[], &["deflate"])
 }
 
-/// `VthreadChains` at [`DEPTHS`], with `more` arguments.
+/// The heap of [`record_vthreads_under_collection`]: small enough that generational ZGC
+/// collects all the time.
+pub const SMALL_HEAP: &str = "-Xmx24m";
+
+/// Records the virtual-thread chains on `jdk` (21+) under generational ZGC in a
+/// [`SMALL_HEAP`], symbolized: a collection is always under way, and references the program
+/// has not loaded since the collector's last phase (a chunk's `parent`) have stale colors.
+pub fn record_vthreads_under_collection(jdk: &Jdk) -> Result<Recorded, String> {
+    let gc = Gc::GenerationalZ;
+    let case = format!("vthreads {} in {SMALL_HEAP}", gc.name());
+    record_chains(jdk, gc, &case, false, &[SMALL_HEAP], &[])
+}
+
+/// `VthreadChains` at [`DEPTHS`], with more JVM options and more arguments.
 fn record_chains(
     jdk: &Jdk,
     gc: Gc,
     case: &str,
     jdk_sampler: bool,
+    jvm_options: &[&str],
     more: &[&str],
 ) -> Result<Recorded, String> {
     let classes = vthread_classes()?;
     let depths = DEPTHS.map(|d| d.to_string()).join(",");
     let mut args = vec![VTHREAD_SECONDS, &depths, VTHREADS_PER_DEPTH];
     args.extend_from_slice(more);
+    let mut options = gc.options(jdk);
+    options.extend(jvm_options.iter().map(|o| o.to_string()));
     record(Recipe {
         case,
         jdk,
         class_path: classes.display().to_string(),
-        jvm_options: gc.options(jdk),
+        jvm_options: options,
         agent_options: if jdk_sampler { "engine=timer" } else { "" },
         interval: INTERVAL,
         program: program("VthreadChains", &args),

@@ -109,6 +109,39 @@ impl Oops {
         }
     }
 
+    /// The reference field at `obj + offset`: `Some(None)` when it is null, `None` when it
+    /// cannot be read or (generational ZGC) its color forbids a load now, so that a null is
+    /// never confused with a reference that could not be followed.
+    pub fn field_or_null(&self, obj: u64, offset: u64) -> Option<Option<u64>> {
+        let at = obj.checked_add(offset)?;
+        let null = match *self {
+            Oops::Narrow { .. } => read_uint(at, 4)? == 0,
+            Oops::Wide => read_ptr(at)? == 0,
+            // A null of any color: no address bits above the 16 bits of metadata.
+            Oops::Zgc { .. } => read_ptr(at)? >> ZGC_METADATA_BITS == 0,
+        };
+        if null {
+            return Some(None);
+        }
+        self.field(obj, offset).map(Some)
+    }
+
+    /// Whether the reference field at `obj + offset` may name `target`: it does, or, under
+    /// generational ZGC, its color is stale (a field no barrier has healed since the
+    /// collector's last phase, such as a chunk's back reference to its continuation), so that
+    /// only the collector knows where its object is now; `false` if it is null, unreadable or
+    /// names another object. An identity test, never a load through the reference.
+    pub fn field_may_name(&self, obj: u64, offset: u64, target: u64) -> bool {
+        match *self {
+            Oops::Zgc { .. } => obj
+                .checked_add(offset)
+                .and_then(read_ptr)
+                .filter(|&raw| raw != 0)
+                .is_some_and(|raw| self.colored(raw).is_none_or(|a| a == target)),
+            _ => self.field(obj, offset) == Some(target),
+        }
+    }
+
     /// The object an `OopHandle` slot's value refers to (full-width; colored under
     /// generational ZGC).
     #[inline]
@@ -137,6 +170,11 @@ impl Oops {
         Some(raw >> shift).filter(|&a| a != 0)
     }
 }
+
+/// Generational ZGC's metadata bits (colors) below a pointer's address bits
+/// (`ZPointerAllMetadataMask`, the same in JDK 21 and 25); a pointer with no bit above them is
+/// null, whatever its color.
+const ZGC_METADATA_BITS: u32 = 16;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::arithmetic_side_effects)]
@@ -179,5 +217,27 @@ mod tests {
         assert_eq!(zgc.field(colored.as_ptr() as u64, 16), None, "bad color");
         assert_eq!(zgc.handle(good), Some(target_at));
         assert_eq!(zgc.handle(0), None);
+        // A field of a stale color may name any object; one of a good color names its own;
+        // null names none.
+        let stale = (target_at << 15) | 0x4000;
+        let fields = Box::new([0u64, stale, good, 0, 0x5000]);
+        let at = fields.as_ptr() as u64;
+        assert_eq!(zgc.field(at, 8), None, "not loadable now");
+        assert!(zgc.field_may_name(at, 8, target_at + 64));
+        assert!(zgc.field_may_name(at, 16, target_at));
+        assert!(!zgc.field_may_name(at, 16, target_at + 8));
+        assert!(!zgc.field_may_name(at, 24, target_at));
+        assert!(Oops::Wide.field_may_name(wide.as_ptr() as u64, 8, target_at));
+        assert!(!Oops::Wide.field_may_name(wide.as_ptr() as u64, 8, target_at + 8));
+        // Null (of any color), an object, and one that cannot be followed now.
+        assert_eq!(zgc.field_or_null(at, 24), Some(None));
+        assert_eq!(zgc.field_or_null(at, 32), Some(None), "a colored null");
+        assert_eq!(zgc.field_or_null(at, 16), Some(Some(target_at)));
+        assert_eq!(zgc.field_or_null(at, 8), None, "stale");
+        assert_eq!(oops.field_or_null(narrow.as_ptr() as u64, 16), Some(None));
+        assert_eq!(
+            oops.field_or_null(narrow.as_ptr() as u64, 8),
+            Some(Some(target_at))
+        );
     }
 }
