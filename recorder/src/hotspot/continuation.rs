@@ -423,7 +423,8 @@ pub enum Outcome {
     /// The continuation is not a virtual thread's.
     NotVirtual,
     /// The carrier runs native code or is blocked, and a safepoint was under way before or
-    /// during the walk: a collector could have moved the chunk meanwhile.
+    /// during the walk (or HotSpot's safepoint counter is not known): a collector could have
+    /// moved the chunk meanwhile.
     NotRunning,
     /// The entry's continuation is not the one the mounted virtual thread names (or a
     /// reference could not be decoded now: generational ZGC's bad color).
@@ -446,7 +447,7 @@ pub const OUTCOMES: [&str; 11] = [
     "in a thaw or freeze stub",
     "no continuation entry",
     "not a virtual thread",
-    "carrier in native code or blocked, a safepoint under way",
+    "carrier in native code or blocked, a safepoint under way (or not known)",
     "continuation not the mounted thread's",
     "chunk failed a check",
     "chunk moved",

@@ -114,16 +114,21 @@ impl Oops {
     /// never confused with a reference that could not be followed.
     pub fn field_or_null(&self, obj: u64, offset: u64) -> Option<Option<u64>> {
         let at = obj.checked_add(offset)?;
-        let null = match *self {
-            Oops::Narrow { .. } => read_uint(at, 4)? == 0,
-            Oops::Wide => read_ptr(at)? == 0,
-            // A null of any color: no address bits above the 16 bits of metadata.
-            Oops::Zgc { .. } => read_ptr(at)? >> ZGC_METADATA_BITS == 0,
-        };
-        if null {
-            return Some(None);
+        match *self {
+            // A null of any color: no address bits above the colors.
+            Oops::Zgc { .. } => match read_ptr(at)? {
+                raw if raw >> ZGC_METADATA_BITS == 0 => Some(None),
+                raw => self.colored(raw).map(Some),
+            },
+            _ => match self.field(obj, offset) {
+                Some(object) => Some(Some(object)),
+                // Null, or unreadable (read again: a field that cannot be read is not a null).
+                None => match *self {
+                    Oops::Narrow { .. } => (read_uint(at, 4)? == 0).then_some(None),
+                    _ => (read_ptr(at)? == 0).then_some(None),
+                },
+            },
         }
-        self.field(obj, offset).map(Some)
     }
 
     /// Whether the reference field at `obj + offset` may name `target`: it does, or, under
@@ -136,7 +141,7 @@ impl Oops {
             Oops::Zgc { .. } => obj
                 .checked_add(offset)
                 .and_then(read_ptr)
-                .filter(|&raw| raw != 0)
+                .filter(|&raw| raw >> ZGC_METADATA_BITS != 0)
                 .is_some_and(|raw| self.colored(raw).is_none_or(|a| a == target)),
             _ => self.field(obj, offset) == Some(target),
         }
@@ -171,9 +176,10 @@ impl Oops {
     }
 }
 
-/// Generational ZGC's metadata bits (colors) below a pointer's address bits
-/// (`ZPointerAllMetadataMask`, the same in JDK 21 and 25); a pointer with no bit above them is
-/// null, whatever its color.
+/// The bits below a generational-ZGC pointer's address: 4 reserved and 12 of colors
+/// (`ZPointerAllMetadataMask` is `0xfff0`, the same in JDK 21 and 25; objects are 8-byte aligned
+/// and the load shift is 13 to 16, so an address always has a bit above them). A pointer with
+/// no bit above them is null, whatever its color.
 const ZGC_METADATA_BITS: u32 = 16;
 
 #[cfg(test)]
@@ -220,13 +226,21 @@ mod tests {
         // A field of a stale color may name any object; one of a good color names its own;
         // null names none.
         let stale = (target_at << 15) | 0x4000;
-        let fields = Box::new([0u64, stale, good, 0, 0x5000]);
+        let fields = Box::new([0u64, stale, good, 0, 0x5000, 0x1000]);
         let at = fields.as_ptr() as u64;
         assert_eq!(zgc.field(at, 8), None, "not loadable now");
         assert!(zgc.field_may_name(at, 8, target_at + 64));
         assert!(zgc.field_may_name(at, 16, target_at));
         assert!(!zgc.field_may_name(at, 16, target_at + 8));
         assert!(!zgc.field_may_name(at, 24, target_at));
+        assert!(
+            !zgc.field_may_name(at, 32, target_at),
+            "a null of a stale color"
+        );
+        assert!(
+            !zgc.field_may_name(at, 40, target_at),
+            "a null of a good color"
+        );
         assert!(Oops::Wide.field_may_name(wide.as_ptr() as u64, 8, target_at));
         assert!(!Oops::Wide.field_may_name(wide.as_ptr() as u64, 8, target_at + 8));
         // Null (of any color), an object, and one that cannot be followed now.
