@@ -614,6 +614,22 @@ pub fn printed_vthreads(stdout: &str) -> BTreeMap<i64, u32> {
         .collect()
 }
 
+/// The depth `printed` (see [`printed_vthreads`]) gives the virtual thread a sample is written
+/// as; `None` for a sample not written as a virtual thread the program started.
+pub fn vthread_depth(s: &Sample, printed: &BTreeMap<i64, u32>) -> Option<u32> {
+    s.is_virtual
+        .then_some(s.java_thread_id?)
+        .and_then(|id| printed.get(&id).copied())
+}
+
+/// How many frames of the chain (`VthreadChains.level`) a sample's Java stack holds.
+pub fn chain_levels(s: &Sample) -> usize {
+    s.java
+        .iter()
+        .filter(|f| f.is("VthreadChains", "level"))
+        .count()
+}
+
 /// A frame of the chain program's own methods.
 fn chain_frame(f: &Frame) -> bool {
     f.class == "VthreadChains" && matches!(f.method.as_str(), "level" | "work" | "compute")
@@ -627,12 +643,7 @@ pub fn vthread_whole(s: &Sample, depth: Option<u32>) -> bool {
         return false;
     }
     let in_chain = s.java.iter().any(chain_frame);
-    let levels = s
-        .java
-        .iter()
-        .filter(|f| f.is("VthreadChains", "level"))
-        .count();
-    !in_chain || depth.is_some_and(|d| levels == d as usize)
+    !in_chain || depth.is_some_and(|d| chain_levels(s) == d as usize)
 }
 
 /// The JDK's own methods during which a virtual thread runs code as its carrier
@@ -660,11 +671,7 @@ pub fn in_carrier_window(s: &Sample) -> bool {
 /// writes it: the carrier's whole stack (down to `Thread.run`, its `ForkJoinWorkerThread.run`
 /// included) with the virtual thread's whole chain in it.
 pub fn carrier_window_whole(s: &Sample) -> bool {
-    let levels = s
-        .java
-        .iter()
-        .filter(|f| f.is("VthreadChains", "level"))
-        .count();
+    let levels = chain_levels(s);
     let platform_root = s.java.last().is_some_and(|f| {
         f.is(THREAD_ROOT.0, THREAD_ROOT.1)
             || f.is("java.util.concurrent.ForkJoinWorkerThread", "run")
@@ -695,11 +702,7 @@ pub fn thaw_start_samples(rec: &Recorded) -> (usize, usize, Vec<String>) {
     let bad: Vec<&&Sample> = at_start
         .iter()
         .filter(|s| {
-            let depth = s
-                .is_virtual
-                .then_some(s.java_thread_id)
-                .flatten()
-                .and_then(|id| printed.get(&id).copied());
+            let depth = vthread_depth(s, &printed);
             depth.is_none() || !vthread_whole(s, depth) || s.truncated != Some(false)
         })
         .collect();
@@ -711,11 +714,7 @@ pub fn thaw_start_samples(rec: &Recorded) -> (usize, usize, Vec<String>) {
 /// written as the virtual threads of each depth.
 pub fn vthread_figures(rec: &Recorded) -> Vec<(String, Figures)> {
     let printed = printed_vthreads(&rec.stdout);
-    let depth_of = |s: &Sample| -> Option<u32> {
-        s.is_virtual
-            .then_some(s.java_thread_id?)
-            .and_then(|id| printed.get(&id).copied())
-    };
+    let depth_of = |s: &Sample| vthread_depth(s, &printed);
     // A virtual thread's samples are written as it, whole down to its continuation's entry;
     // those it took running code as its carrier are written as the carrier, as the JDK does.
     let whole = |s: &Sample| {

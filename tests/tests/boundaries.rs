@@ -30,11 +30,11 @@ use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
 use tests::boundaries::{
-    alloc_figures, ffm_figures, javac_figures, jna_figures, jna_installed, monitor_figures,
-    printed_vthreads, record_alloc, record_ffm, record_javac, record_jna, record_monitors,
-    record_vthreads, record_vthreads_in_native, record_vthreads_under_collection,
-    thaw_start_samples, vthread_figures, vthread_samples, vthread_whole, Gc, Recorded, DEPTHS,
-    FFM_UPCALL, JNA_CLINIT, JNA_JAR,
+    alloc_figures, chain_levels, ffm_figures, javac_figures, jna_figures, jna_installed,
+    monitor_figures, printed_vthreads, record_alloc, record_ffm, record_javac, record_jna,
+    record_monitors, record_vthreads, record_vthreads_in_native, record_vthreads_under_collection,
+    thaw_start_samples, vthread_depth, vthread_figures, vthread_samples, vthread_whole, Gc,
+    Recorded, DEPTHS, FFM_UPCALL, JNA_CLINIT, JNA_JAR,
 };
 use tests::boundary_measures::{
     compare_ticks, measure, percent, reaches, Figures, Judge, THREAD_ROOT,
@@ -492,11 +492,7 @@ fn virtual_threads_in_native_code_keep_their_frozen_frames() {
                 })
                 .collect();
             let whole_and_labelled = |s: &&Sample| {
-                let depth = s
-                    .is_virtual
-                    .then_some(s.java_thread_id)
-                    .flatten()
-                    .and_then(|id| printed.get(&id).copied());
+                let depth = vthread_depth(s, &printed);
                 depth.is_some() && vthread_whole(s, depth)
             };
             let whole = in_zlib.iter().filter(|s| whole_and_labelled(s)).count();
@@ -558,13 +554,7 @@ fn virtual_threads_under_constant_collection_are_never_written_complete_when_cut
             .into_iter()
             .filter(|s| s.is_virtual && s.java.iter().any(|f| f.is("VthreadChains", "level")))
             .collect();
-        let levels = |s: &Sample| {
-            s.java
-                .iter()
-                .filter(|f| f.is("VthreadChains", "level"))
-                .count()
-        };
-        let whole_depth = |s: &Sample| DEPTHS.iter().any(|&d| levels(s) == d as usize);
+        let whole_depth = |s: &Sample| DEPTHS.iter().any(|&d| chain_levels(s) == d as usize);
         let complete_but_cut: Vec<&&Sample> = in_chain
             .iter()
             .filter(|s| s.truncated == Some(false) && !whole_depth(s))
