@@ -347,14 +347,13 @@ fn attach_to_a_jvm_of_another_user_as_root() {
     }
     let names = native_names(&json);
     assert!(names.iter().any(|n| n == "level3"), "{names:?}");
-    // The stage (`jfrnative-ATTACHPID-JVMPID`, `jfrnative-agent-HASH`) is gone from /tmp.
+    // The stage (`jfrnative-` and 24 random hex digits) is gone from /tmp.
     let left: Vec<String> = std::fs::read_dir("/tmp")
         .unwrap()
         .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
         .filter(|n| {
-            n.strip_prefix("jfrnative-agent-")
-                .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
-                || (n.starts_with("jfrnative-") && n.ends_with(&format!("-{jvm_pid}")))
+            n.strip_prefix("jfrnative-")
+                .is_some_and(|h| h.len() == 24 && h.bytes().all(|b| b.is_ascii_hexdigit()))
         })
         .collect();
     assert!(left.is_empty(), "{left:?}");

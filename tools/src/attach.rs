@@ -10,13 +10,22 @@
 //!    operation with an absolute library path), read the reply to the end: the first line is
 //!    the operation's status, then `return code: N` is what `Agent_OnAttach` returned.
 //!
-//! Paths go through `/proc/PID/root` so that a JVM in another mount namespace is found; the
+//! The JVM's files are found inside its root, held by descriptor ([`crate::confined`]): the
+//! socket and the trigger are resolved there and never through a link; the trigger is created
+//! with `O_EXCL` as the JVM's user; the socket must be the JVM's user's, and its peer
+//! (`SO_PEERCRED`) the JVM itself. The reply is bounded in size and time, and only shown. The
 //! PID inside the JVM's own PID namespace (`NSpid`) names the files.
 
 use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use nix::fcntl::OFlag;
+use nix::sys::stat::SFlag;
+
+use crate::confined::root::JvmRoot;
 
 /// Why an attach failed, worded for the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,29 +142,113 @@ pub fn check_target(pid: u32, timeout: Duration) -> Result<(), AttachError> {
     }
 }
 
-fn socket_path(pid: u32, ns_pid: u32) -> PathBuf {
-    PathBuf::from(format!("/proc/{pid}/root/tmp/.java_pid{ns_pid}"))
+/// The JVM's attach socket `/tmp/.java_pidNSPID`, resolved inside its root: an `O_PATH`
+/// descriptor of the socket itself (never through a link), which must be a socket of the JVM's
+/// user. `Ok(None)` while there is none.
+fn find_socket(
+    root: &JvmRoot,
+    target: &crate::stage::Target,
+    ns_pid: u32,
+) -> Result<Option<OwnedFd>, AttachError> {
+    let path = PathBuf::from(format!("/tmp/.java_pid{ns_pid}"));
+    let fd = match root.resolve(&path, OFlag::O_PATH | OFlag::O_NOFOLLOW) {
+        Ok(fd) => fd,
+        Err(nix::errno::Errno::ENOENT) => return Ok(None),
+        Err(e) => {
+            return fail(format!(
+                "cannot look at the attach socket {}: {e}",
+                path.display()
+            ))
+        }
+    };
+    let stat = nix::sys::stat::fstat(fd.as_raw_fd())
+        .map_err(|e| AttachError(format!("{}: {e}", path.display())))?;
+    let kind = SFlag::from_bits_truncate(stat.st_mode & SFlag::S_IFMT.bits());
+    if kind != SFlag::S_IFSOCK || stat.st_uid != target.uid {
+        return fail(format!(
+            "refused: {} in the JVM's file system is not the JVM's attach socket (mode {:o}, uid \
+             {}; the JVM runs as uid {}): something else was put there",
+            path.display(),
+            stat.st_mode,
+            stat.st_uid,
+            target.uid
+        ));
+    }
+    Ok(Some(fd))
 }
 
-/// Makes the JVM open its attach socket; returns its path.
-fn wake_listener(pid: u32, timeout: Duration) -> Result<PathBuf, AttachError> {
+/// Creates the attach trigger `name` in the directory `dir` as the JVM's user (`O_EXCL`, never
+/// through a link). `Ok(true)`: made here (to be removed after); `Ok(false)`: the name exists
+/// already (the JVM's check is only that it exists), and is left alone.
+fn make_trigger(dir: &OwnedFd, name: &str) -> std::io::Result<bool> {
+    match nix::fcntl::openat(
+        Some(dir.as_raw_fd()),
+        name,
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    ) {
+        Ok(fd) => {
+            drop(crate::confined::root::owned(fd));
+            Ok(true)
+        }
+        Err(nix::errno::Errno::EEXIST) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The attach trigger made in the JVM's working directory, else its `/tmp`: the directory and
+/// the name to remove after, if this made it.
+fn place_trigger(
+    root: &JvmRoot,
+    target: &crate::stage::Target,
+    name: &str,
+) -> Result<Option<OwnedFd>, AttachError> {
+    let pid = target.pid;
+    // The working directory, as the magic link the kernel keeps (opened as root, before acting
+    // as the JVM's user); the trigger's name in it is never followed.
+    let cwd = nix::fcntl::open(
+        format!("/proc/{pid}/cwd").as_str(),
+        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map(crate::confined::root::owned);
+    let tmp = root.resolve(Path::new("/tmp"), OFlag::O_PATH | OFlag::O_DIRECTORY);
+    let _as = target.as_user().map_err(AttachError)?;
+    for dir in [cwd.ok(), tmp.ok()].into_iter().flatten() {
+        match make_trigger(&dir, name) {
+            Ok(true) => return Ok(Some(dir)),
+            Ok(false) => return Ok(None),
+            Err(_) => continue,
+        }
+    }
+    fail(format!(
+        "cannot create the attach trigger file {name} in the JVM's working directory or /tmp"
+    ))
+}
+
+/// Makes the JVM open its attach socket; returns an `O_PATH` descriptor of it.
+fn wake_listener(
+    root: &JvmRoot,
+    target: &crate::stage::Target,
+    timeout: Duration,
+) -> Result<OwnedFd, AttachError> {
+    let pid = target.pid;
     let ns_pid = namespace_pid(pid);
-    let socket = socket_path(pid, ns_pid);
-    if socket.exists() {
+    if let Some(socket) = find_socket(root, target, ns_pid)? {
         return Ok(socket);
     }
     let name = format!(".attach_pid{ns_pid}");
-    let candidates = [
-        PathBuf::from(format!("/proc/{pid}/cwd")).join(&name),
-        PathBuf::from(format!("/proc/{pid}/root/tmp")).join(&name),
-    ];
-    let Some(trigger) = candidates
-        .into_iter()
-        .find(|p| std::fs::File::create(p).is_ok())
-    else {
-        return fail(format!(
-            "cannot create the attach trigger file {name} in the JVM's working directory or /tmp"
-        ));
+    let trigger = place_trigger(root, target, &name)?;
+    let remove_trigger = || {
+        if let Some(dir) = &trigger {
+            if let Ok(_as) = target.as_user() {
+                let _ = nix::unistd::unlinkat(
+                    Some(dir.as_raw_fd()),
+                    name.as_str(),
+                    nix::unistd::UnlinkatFlags::NoRemoveDir,
+                );
+            }
+        }
     };
     let started = Instant::now();
     // SIGQUIT only once the JVM catches it: before its handler is installed (a JVM started a
@@ -164,7 +257,7 @@ fn wake_listener(pid: u32, timeout: Duration) -> Result<PathBuf, AttachError> {
         std::thread::sleep(START_POLL);
     }
     if !catches_sigquit(pid) {
-        let _ = std::fs::remove_file(&trigger);
+        remove_trigger();
         return fail(format!(
             "the JVM {pid} does not catch SIGQUIT (still starting after {} s, or started with \
              -Xrs): it is not signalled, since SIGQUIT would end it",
@@ -175,7 +268,7 @@ fn wake_listener(pid: u32, timeout: Duration) -> Result<PathBuf, AttachError> {
     // may take the first signal before its attach listener can start.
     let mut sent_at: Option<Instant> = None;
     let mut sent = true;
-    let mut ready = false;
+    let mut ready = None;
     while sent && started.elapsed() < timeout {
         if sent_at.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
             sent = nix::sys::signal::kill(
@@ -186,23 +279,29 @@ fn wake_listener(pid: u32, timeout: Duration) -> Result<PathBuf, AttachError> {
             sent_at = Some(Instant::now());
         }
         std::thread::sleep(START_POLL);
-        if socket.exists() {
-            ready = true;
-            break;
+        match find_socket(root, target, ns_pid) {
+            Ok(Some(socket)) => {
+                ready = Some(socket);
+                break;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                remove_trigger();
+                return Err(e);
+            }
         }
     }
-    let _ = std::fs::remove_file(&trigger);
+    remove_trigger();
     if !sent {
         return fail(format!("cannot signal process {pid}"));
     }
-    if !ready {
-        return fail(format!(
+    ready.ok_or_else(|| {
+        AttachError(format!(
             "the JVM {pid} did not open its attach socket within {} s: it may have been \
              started with -XX:+DisableAttachMechanism, or be too busy or still starting",
             timeout.as_secs()
-        ));
-    }
-    Ok(socket)
+        ))
+    })
 }
 
 /// Parses the reply to `load`: the operation's status, then `return code: N` once the library
@@ -235,37 +334,43 @@ pub fn parse_load_reply(text: &str) -> Result<LoadReply, AttachError> {
 }
 
 /// What the JVM `pid` (running as `uid`) meets at `library`, a path as it sees it: why it
-/// could not load it, as far as looking at the file from here tells.
+/// could not load it, as far as looking at the file from here (inside the JVM's root) tells.
 pub fn diagnose(pid: u32, uid: u32, library: &Path) -> String {
-    use std::os::unix::fs::MetadataExt;
-    let seen = crate::stage::path_in_root_of(pid, library);
-    let meta = match std::fs::metadata(&seen) {
-        Ok(m) => m,
+    let opened = JvmRoot::open(pid).and_then(|root| {
+        root.resolve(library, OFlag::O_RDONLY | OFlag::O_NONBLOCK)
+            .map_err(|e| e.to_string())
+    });
+    let fd = match opened {
+        Ok(fd) => fd,
         Err(e) => {
             return format!(
-                "{} does not exist in the JVM's file system ({}: {e})",
-                library.display(),
-                seen.display()
+                "{} cannot be opened in the JVM's file system ({e})",
+                library.display()
             )
         }
     };
+    let Ok(stat) = nix::sys::stat::fstat(fd.as_raw_fd()) else {
+        return format!("{} cannot be looked at", library.display());
+    };
+    if let Err(why) = crate::confined::dir::check_regular(&stat, None, u64::MAX) {
+        return format!("{} is {why}", library.display());
+    }
+    let mode = stat.st_mode;
     let readable = uid == 0
-        || (meta.uid() == uid && meta.mode() & 0o400 != 0)
-        || meta.mode() & 0o004 != 0
-        || meta.mode() & 0o040 != 0;
+        || (stat.st_uid == uid && mode & 0o400 != 0)
+        || mode & 0o004 != 0
+        || mode & 0o040 != 0;
     if !readable {
         return format!(
             "{} is not readable by the JVM's user (uid {uid}; the file is uid {}, mode {:o})",
             library.display(),
-            meta.uid(),
-            meta.mode() & 0o777
+            stat.st_uid,
+            mode & 0o777
         );
     }
     let mut magic = [0u8; 5];
-    let is_elf64 = std::fs::File::open(&seen)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok()
-        && magic == *b"\x7fELF\x02";
+    let is_elf64 =
+        std::fs::File::from(fd).read_exact(&mut magic).is_ok() && magic == *b"\x7fELF\x02";
     if !is_elf64 {
         return format!("{} is not a 64-bit ELF library", library.display());
     }
@@ -290,40 +395,118 @@ pub fn refusal(pid: u32, library: &Path, reply: &LoadReply) -> String {
     )
 }
 
-/// What the JVM said, as the end of a message: `: WORDS`, or nothing when it said nothing.
+/// The most characters of the JVM's words quoted in a message.
+const SAID_CHARS: usize = 400;
+
+/// What the JVM said, as the end of a message: `: "WORDS"`, quoted (control characters
+/// escaped) and cut, or nothing when it said nothing. The words come from the other side of a
+/// socket: they are shown, never acted on.
 fn said(words: &str) -> String {
     if words.is_empty() {
-        String::new()
-    } else {
-        format!(": {words}")
+        return String::new();
     }
+    let cut: String = words.chars().take(SAID_CHARS).collect();
+    let more = if cut.len() < words.len() {
+        " (cut)"
+    } else {
+        ""
+    };
+    format!(": {cut:?}{more}")
+}
+
+/// The most bytes of a reply read: HotSpot's replies to `load` and to the few diagnostic
+/// commands used here are far shorter.
+pub const REPLY_BYTES: u64 = 256 << 10;
+
+/// Checks that the peer of `stream` is the JVM itself (`SO_PEERCRED`): the socket's file can
+/// have been made by any process of the JVM's user.
+fn check_peer(stream: &UnixStream, target: &crate::stage::Target) -> Result<(), AttachError> {
+    let peer = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
+        .map_err(|e| AttachError(format!("cannot read the attach socket's peer: {e}")))?;
+    if (peer.pid() as u32, peer.uid()) != (target.pid, target.uid) {
+        return fail(format!(
+            "refused: the attach socket of JVM {} is served by process {} (uid {}), not by the \
+             JVM (uid {}): something else was put in its place",
+            target.pid,
+            peer.pid(),
+            peer.uid(),
+            target.uid
+        ));
+    }
+    Ok(())
+}
+
+/// Sends `message` on `stream` and reads the reply to its end: at most [`REPLY_BYTES`], within
+/// `timeout` in all.
+fn exchange(
+    stream: &mut UnixStream,
+    message: &[u8],
+    timeout: Duration,
+) -> Result<String, AttachError> {
+    let started = Instant::now();
+    let _ = stream.set_write_timeout(Some(timeout));
+    stream
+        .write_all(message)
+        .map_err(|e| AttachError(format!("sending the request to the JVM: {e}")))?;
+    let mut reply = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        let left = timeout.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return fail(format!(
+                "the JVM did not finish its reply within {} s",
+                timeout.as_secs()
+            ));
+        }
+        let _ = stream.set_read_timeout(Some(left));
+        match stream.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => reply.extend_from_slice(&buffer[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return fail(format!(
+                    "the JVM did not finish its reply within {} s",
+                    timeout.as_secs()
+                ))
+            }
+            Err(e) => return fail(format!("reading the JVM's reply: {e}")),
+        }
+        if reply.len() as u64 > REPLY_BYTES {
+            return fail(format!(
+                "the reply on the attach socket is longer than {REPLY_BYTES} bytes: not the JVM's"
+            ));
+        }
+    }
+    Ok(String::from_utf8_lossy(&reply).into_owned())
 }
 
 /// Sends one attach request (`parts` after the protocol version) to the JVM `pid`; returns
 /// its whole reply.
 fn request(pid: u32, parts: &[&str], timeout: Duration) -> Result<String, AttachError> {
     check_target(pid, timeout)?;
-    let socket = wake_listener(pid, timeout)?;
-    let mut stream = UnixStream::connect(&socket).map_err(|e| {
+    let target = crate::stage::Target::of(pid).map_err(AttachError)?;
+    let root = JvmRoot::open(pid).map_err(AttachError)?;
+    let socket = wake_listener(&root, &target, timeout)?;
+    // connect() takes a path: the descriptor's own, which names that socket and nothing else.
+    let mut stream = UnixStream::connect(JvmRoot::fd_path(socket.as_fd())).map_err(|e| {
         AttachError(format!(
-            "cannot connect to the JVM's attach socket {}: {e}",
-            socket.display()
+            "cannot connect to the JVM's attach socket /tmp/.java_pid{}: {e}",
+            namespace_pid(pid)
         ))
     })?;
-    let _ = stream.set_read_timeout(Some(timeout.max(Duration::from_secs(60))));
+    check_peer(&stream, &target)?;
     let mut message = Vec::new();
     for part in std::iter::once("1").chain(parts.iter().copied()) {
         message.extend_from_slice(part.as_bytes());
         message.push(0);
     }
-    stream
-        .write_all(&message)
-        .map_err(|e| AttachError(format!("sending the {} request to the JVM: {e}", parts[0])))?;
-    let mut reply = String::new();
-    stream
-        .read_to_string(&mut reply)
-        .map_err(|e| AttachError(format!("reading the JVM's reply: {e}")))?;
-    Ok(reply)
+    exchange(&mut stream, &message, timeout.max(Duration::from_secs(60)))
+        .map_err(|e| AttachError(format!("{} request: {e}", parts[0])))
 }
 
 /// Loads `library` (an absolute path) with `options` into the JVM `pid`.
@@ -393,7 +576,7 @@ mod tests {
         let uid = nix::unistd::geteuid().as_raw();
         let missing = diagnose(me, uid, Path::new("/nonexistent/libx.so"));
         assert!(
-            missing.contains("does not exist in the JVM's file system"),
+            missing.contains("cannot be opened in the JVM's file system"),
             "{missing}"
         );
         let dir = std::env::temp_dir().join(format!("jfrnative-diagnose-{me}"));

@@ -3,11 +3,14 @@
 pub mod agent_flags;
 pub mod any_command;
 pub mod attach;
+pub mod confined;
 pub mod demo;
 pub mod duration;
 pub mod flamegraph;
 pub mod flamegraph_html;
 pub mod jdk;
+pub mod kept_libraries;
+pub mod mirror;
 pub mod one_recording;
 pub mod report;
 pub mod session;

@@ -1,23 +1,31 @@
 //! Recording a JVM that cannot see our files: one in a container with a root filesystem of its
 //! own (another mount namespace), or one that runs as another user, which cannot read our
-//! agent or write our output directory. The agent and the recording are staged inside the
-//! JVM's own `/tmp`, reached from here through `/proc/PID/root/tmp`, and owned by the JVM's
-//! user:
+//! agent or write our output directory. The agent and the recording are staged in the JVM's
+//! own `/tmp`, in one directory with a fresh random name, `/tmp/jfrnative-RANDOM/`, made and
+//! used as the JVM's user, held by descriptor ([`crate::confined`]):
 //!
-//! - the agent: `/tmp/jfrnative-agent-HASH/libjfrnative.so`, HASH from the library's bytes. The
-//!   path stays the same for the same agent, because a JVMTI agent is never unloaded and the
-//!   dynamic linker takes a library it has loaded already by its path: attaching twice must
-//!   find the first copy, not load a second one beside it. Removed when the recording ends
-//!   (the JVM keeps its mapping).
-//! - the recording and the agent's status file: `/tmp/jfrnative-PID-N/`, read from here while
-//!   the JVM records, copied to the `-o` path at the end, then removed.
+//! - `libjfrnative.so`: the agent, created with `O_EXCL`. A JVMTI agent is never unloaded,
+//!   and the dynamic linker takes a library it has loaded already by its path: a JVM that has
+//!   our agent mapped already (an earlier attach) is given that path again, as its maps show it,
+//!   and no agent file is written.
+//! - the recording and the agent's status file, read from here while the JVM records (plain
+//!   files of the JVM's user only: [`crate::mirror`]), copied to the `-o` path.
 //!
+//! The directory is emptied and removed through its descriptor when the [`Stage`] is dropped.
 //! Nothing is left in the JVM's `/tmp` after a recording but the attach socket the JVM itself
 //! keeps (`.java_pidPID`, as after `jcmd`).
 
-use std::hash::Hasher;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::ffi::{OsStr, OsString};
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+use nix::fcntl::OFlag;
+
+use crate::confined::creds::AsUser;
+use crate::confined::dir::{OwnedDir, Refused};
+use crate::confined::root::JvmRoot;
 
 /// A JVM's view of the file system, from here.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,13 +51,6 @@ pub fn process_ids(pid: u32) -> Option<(u32, u32)> {
     Some((second("Uid:")?, second("Gid:")?))
 }
 
-/// `path` (absolute, as process `pid` sees it) as this process reaches it, through
-/// `/proc/PID/root`.
-pub fn path_in_root_of(pid: u32, path: &Path) -> PathBuf {
-    let relative = path.strip_prefix("/").unwrap_or(path);
-    PathBuf::from(format!("/proc/{pid}/root")).join(relative)
-}
-
 impl Target {
     /// The JVM `pid`'s user and root, from `/proc`.
     pub fn of(pid: u32) -> Result<Target, String> {
@@ -72,266 +73,269 @@ impl Target {
         self.other_root || self.uid != nix::unistd::geteuid().as_raw()
     }
 
-    /// `path` (absolute, as the JVM sees it) as this process reaches it.
-    pub fn host_path(&self, path: &Path) -> PathBuf {
-        path_in_root_of(self.pid, path)
-    }
-}
-
-/// A staged agent and recording directory in a JVM's `/tmp`; removed when dropped.
-#[derive(Debug)]
-pub struct Stage {
-    target: Target,
-    /// The agent, as the JVM sees it.
-    pub agent: PathBuf,
-    /// The recording's directory, as the JVM sees it.
-    pub dir: PathBuf,
-}
-
-/// A short, stable name of a file's bytes (FNV-1a, 64 bits, in hex).
-fn content_hash(bytes: &[u8]) -> String {
-    struct Fnv(u64);
-    impl Hasher for Fnv {
-        fn finish(&self) -> u64 {
-            self.0
-        }
-        fn write(&mut self, bytes: &[u8]) {
-            for b in bytes {
-                self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
-            }
-        }
-    }
-    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
-    h.write(bytes);
-    format!("{:016x}", h.finish())
-}
-
-impl Stage {
-    /// Copies `agent` into the JVM's `/tmp` and makes the recording's directory there, both
-    /// owned by the JVM's user. The error names the path and says why (a read-only `/tmp`, no
-    /// room, ...).
-    pub fn create(target: &Target, agent: &Path) -> Result<Stage, String> {
-        let bytes =
-            std::fs::read(agent).map_err(|e| format!("cannot read {}: {e}", agent.display()))?;
-        let agent_dir = PathBuf::from(format!("/tmp/jfrnative-agent-{}", content_hash(&bytes)));
-        let dir = PathBuf::from(format!(
-            "/tmp/jfrnative-{}-{}",
-            std::process::id(),
-            target.pid
-        ));
-        let stage = Stage {
-            target: target.clone(),
-            agent: agent_dir.join("libjfrnative.so"),
-            dir,
-        };
-        let fail = |what: &str, path: &Path, e: std::io::Error| {
+    /// This thread acting as the JVM's user for file access, while the guard lives.
+    pub fn as_user(&self) -> Result<AsUser, String> {
+        AsUser::become_user(self.uid, self.gid).map_err(|e| {
             format!(
-                "cannot {what} {} in the JVM's /tmp (reached as {}): {e}; the JVM {} must have a \
-                 writable /tmp of its own for the agent and its recording",
-                path.display(),
-                target.host_path(path).display(),
-                target.pid
-            )
-        };
-        for d in [&agent_dir, &stage.dir] {
-            stage
-                .make_dir(d)
-                .map_err(|e| fail("create the directory", d, e))?;
-        }
-        let host_agent = target.host_path(&stage.agent);
-        std::fs::write(&host_agent, &bytes)
-            .and_then(|()| stage.own(&host_agent, 0o755))
-            .map_err(|e| fail("copy the agent to", &stage.agent, e))?;
-        Ok(stage)
-    }
-
-    fn make_dir(&self, dir: &Path) -> std::io::Result<()> {
-        let host = self.target.host_path(dir);
-        match std::fs::create_dir(&host) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                // Ours only if it is a directory, not a link someone put there.
-                let m = std::fs::symlink_metadata(&host)?;
-                if !m.is_dir() {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::AlreadyExists,
-                        "exists and is not a directory",
-                    ));
-                }
-            }
-            Err(e) => return Err(e),
-        }
-        self.own(&host, 0o700)
-    }
-
-    /// Gives `host` (a path of the stage, as we reach it) to the JVM's user, with `mode`.
-    fn own(&self, host: &Path, mode: u32) -> std::io::Result<()> {
-        std::fs::set_permissions(host, std::fs::Permissions::from_mode(mode))?;
-        if nix::unistd::geteuid().is_root() {
-            std::os::unix::fs::chown(host, Some(self.target.uid), Some(self.target.gid))?;
-        }
-        Ok(())
-    }
-
-    /// Makes `jvm_dir` (a directory of the stage, as the JVM names it) for a directory
-    /// recording, owned by the JVM's user.
-    pub fn make_recording_dir(&self, jvm_dir: &Path) -> Result<(), String> {
-        self.make_dir(jvm_dir).map_err(|e| {
-            format!(
-                "cannot create {} in the JVM's /tmp: {e}",
-                self.target.host_path(jvm_dir).display()
+                "cannot act as the JVM's user (uid {}, gid {}): {e}",
+                self.uid, self.gid
             )
         })
     }
+}
 
-    /// A path of the recording's directory: as the JVM sees it, and as we reach it.
-    pub fn path(&self, name: &str) -> (PathBuf, PathBuf) {
-        let jvm = self.dir.join(name);
-        let host = self.target.host_path(&jvm);
-        (jvm, host)
+/// The most bytes of the agent's status file read.
+pub const STATUS_BYTES: u64 = 1 << 20;
+
+/// The agent and the recording's directory in a JVM's `/tmp`; emptied and removed when dropped.
+#[derive(Debug)]
+pub struct Stage {
+    target: Target,
+    /// The JVM's `/tmp`, resolved inside its root.
+    tmp: OwnedFd,
+    /// The stage's name in that `/tmp`.
+    name: OsString,
+    dir: OwnedDir,
+    /// The agent, as the JVM sees it.
+    pub agent: PathBuf,
+    /// The stage's directory, as the JVM sees it.
+    pub dir_path: PathBuf,
+}
+
+impl Stage {
+    /// Makes the stage in the JVM's `/tmp` as the JVM's user and copies `agent` into it, unless
+    /// the JVM has our agent loaded already. The error names the path and says why (a
+    /// read-only `/tmp`, no room, a name taken, ...).
+    pub fn create(target: &Target, agent: &Path) -> Result<Stage, String> {
+        let bytes =
+            std::fs::read(agent).map_err(|e| format!("cannot read {}: {e}", agent.display()))?;
+        let root = JvmRoot::open(target.pid)?;
+        let loaded = loaded_agent(target.pid, &bytes)?;
+        let _as = target.as_user()?;
+        let tmp = root
+            .resolve(Path::new("/tmp"), OFlag::O_PATH | OFlag::O_DIRECTORY)
+            .map_err(|e| {
+                format!(
+                    "cannot open the JVM's /tmp: {e}; the JVM {} must have a writable /tmp of its \
+                     own for the agent and its recording",
+                    target.pid
+                )
+            })?;
+        let (name, dir) = make_stage_dir(&tmp, target)?;
+        let dir_path = Path::new("/tmp").join(&name);
+        let mut stage = Stage {
+            target: target.clone(),
+            tmp,
+            name,
+            dir,
+            agent: PathBuf::new(),
+            dir_path,
+        };
+        stage.agent = match loaded {
+            Some(path) => path,
+            None => {
+                let file = OsStr::new(crate::session::AGENT_FILE);
+                stage.dir.create_file(file, &bytes, 0o755).map_err(|e| {
+                    format!(
+                        "cannot create the agent {} in the JVM's /tmp: {e}",
+                        stage.dir_path.join(file).display()
+                    )
+                })?;
+                stage.dir_path.join(file)
+            }
+        };
+        Ok(stage)
+    }
+
+    /// The JVM this stage is for.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// `name` in the stage, as the JVM sees it.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir_path.join(name)
+    }
+
+    /// Makes the directory `name` in the stage (a directory recording), as the JVM's user.
+    pub fn make_dir(&self, name: &str) -> Result<(), String> {
+        let _as = self.target.as_user()?;
+        self.dir
+            .make_dir(OsStr::new(name), 0o700)
+            .map(drop)
+            .map_err(|e| {
+                format!(
+                    "cannot create {} in the JVM's /tmp: {e}",
+                    self.path(name).display()
+                )
+            })
+    }
+
+    /// Creates the file `name` in the stage with `bytes`, as the JVM's user.
+    pub fn create_file(&self, name: &str, bytes: &[u8]) -> Result<(), String> {
+        let _as = self.target.as_user()?;
+        self.dir
+            .create_file(OsStr::new(name), bytes, 0o600)
+            .map_err(|e| {
+                format!(
+                    "cannot create {} in the JVM's /tmp: {e}",
+                    self.path(name).display()
+                )
+            })
+    }
+
+    /// The file `name` of the stage (`sub/name` when `sub` is given), opened as the JVM's user
+    /// if it is a plain file of that user, at most `max_bytes`: the open file and its length.
+    pub fn open(
+        &self,
+        sub: Option<&OsStr>,
+        name: &OsStr,
+        max_bytes: u64,
+    ) -> Result<(std::fs::File, u64), Refused> {
+        let _as = self.target.as_user().map_err(Refused::Io)?;
+        match sub {
+            None => self.dir.open_regular(name, max_bytes),
+            Some(sub) => self.dir.open_dir(sub)?.open_regular(name, max_bytes),
+        }
+    }
+
+    /// The whole of the file `name` of the stage, as [`Stage::open`] allows it.
+    pub fn read(&self, name: &str, max_bytes: u64) -> Result<Vec<u8>, Refused> {
+        let (file, len) = self.open(None, OsStr::new(name), max_bytes)?;
+        let mut bytes = Vec::with_capacity(len as usize);
+        file.take(max_bytes)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Refused::Io(e.to_string()))?;
+        Ok(bytes)
+    }
+
+    /// The names in the stage's directory `sub` (`None`: when it is not a directory of the
+    /// JVM's user).
+    pub fn names(&self, sub: &OsStr) -> Option<Vec<OsString>> {
+        let _as = self.target.as_user().ok()?;
+        self.dir.open_dir(sub).ok()?.names().ok()
+    }
+
+    /// Removes `name` from the stage (never following it).
+    pub fn remove(&self, name: &str) {
+        if let Ok(_as) = self.target.as_user() {
+            self.dir.remove(OsStr::new(name));
+        }
     }
 }
+
+/// How deep the stage's directories are emptied (the recording's directory is one level).
+const STAGE_DEPTH: u32 = 4;
 
 impl Drop for Stage {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(self.target.host_path(&self.dir));
-        if let Some(agent_dir) = self.agent.parent() {
-            let _ = std::fs::remove_dir_all(self.target.host_path(agent_dir));
+        if let Ok(_as) = self.target.as_user() {
+            self.dir.empty(STAGE_DEPTH);
+            let _ = nix::unistd::unlinkat(
+                Some(std::os::fd::AsRawFd::as_raw_fd(&self.tmp)),
+                self.name.as_os_str(),
+                nix::unistd::UnlinkatFlags::RemoveDir,
+            );
         }
     }
 }
 
-/// Keeps a copy of a staged recording (`from`, reached through the JVM's root) at `to` while
-/// the JVM records: a directory's finished chunk files (`*.jfr`; the agent writes `.part` and
-/// renames a chunk file once it is whole) as they appear, a single file at most every
-/// [`Mirror::FILE_EVERY`] (each finished chunk in it is whole; the one being written is cut,
-/// which readers take as the end of the file).
-#[derive(Debug)]
-pub struct Mirror {
-    from: PathBuf,
-    to: PathBuf,
-    /// Chunk files copied already (a directory).
-    copied: std::collections::BTreeSet<std::ffi::OsString>,
-    /// The single file's length at its last copy, and when.
-    file: Option<(u64, std::time::Instant)>,
-}
-
-impl Mirror {
-    /// How often a single recording file is copied at most while it grows.
-    pub const FILE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
-
-    /// A mirror of `from` to `to`.
-    pub fn new(from: &Path, to: &Path) -> Mirror {
-        Mirror {
-            from: from.to_path_buf(),
-            to: to.to_path_buf(),
-            copied: Default::default(),
-            file: None,
-        }
-    }
-
-    /// Copies what the agent finished since the last call (errors are left for
-    /// [`Mirror::finish`]: the JVM may be gone).
-    pub fn tick(&mut self) {
-        let _ = self.copy(false);
-    }
-
-    /// The last copy, once the recording is over: everything there is.
-    pub fn finish(&mut self) -> std::io::Result<()> {
-        self.copy(true)
-    }
-
-    fn copy(&mut self, last: bool) -> std::io::Result<()> {
-        if self.from.is_dir() {
-            std::fs::create_dir_all(&self.to)?;
-            for entry in std::fs::read_dir(&self.from)? {
-                let entry = entry?;
-                let name = entry.file_name();
-                let whole = Path::new(&name).extension().is_some_and(|e| e == "jfr");
-                if !whole || self.copied.contains(&name) || !entry.file_type()?.is_file() {
-                    continue;
-                }
-                copy_atomically(&entry.path(), &self.to.join(&name))?;
-                self.copied.insert(name);
-            }
-            return Ok(());
-        }
-        let len = std::fs::metadata(&self.from)?.len();
-        let due = match self.file {
-            None => true,
-            Some((copied, at)) => len != copied && at.elapsed() >= Self::FILE_EVERY,
-        };
-        if last || due {
-            copy_atomically(&self.from, &self.to)?;
-            self.file = Some((len, std::time::Instant::now()));
-        }
-        Ok(())
-    }
-}
-
-/// Copies `from` to `to` through a temporary file beside `to`, so that `to` is never half
-/// written.
-fn copy_atomically(from: &Path, to: &Path) -> std::io::Result<()> {
-    let mut partial = to.as_os_str().to_owned();
-    partial.push(".part");
-    let partial = PathBuf::from(partial);
-    std::fs::copy(from, &partial)?;
-    std::fs::rename(&partial, to)
-}
-
-/// The libraries `recording` (a file or a directory of chunk files) names, as the JVM saw
-/// their paths (its `jdk.NativeLibrary` events), in order, once each; the kernel's own
-/// `[vdso]` and the like left out.
-pub fn recorded_libraries(recording: &Path) -> Vec<String> {
-    let mut paths = Vec::new();
-    let files = symbolize::driver::input_files(&[recording.to_path_buf()]).unwrap_or_default();
-    for file in files {
-        let Ok(bytes) = std::fs::read(&file) else {
-            continue;
-        };
-        for chunk in symbolize::jfr::chunks(&bytes).map_while(Result::ok) {
-            if let Ok(profile) = symbolize::profile::read_chunk(&chunk) {
-                paths.extend(profile.libraries.into_iter().map(|l| l.path));
+/// Makes `/tmp/jfrnative-RANDOM` in the JVM's `/tmp` (`tmp`), for the JVM's user only. A name
+/// that exists already (nobody could have guessed it, but it is someone's) is passed over.
+fn make_stage_dir(tmp: &OwnedFd, target: &Target) -> Result<(OsString, OwnedDir), String> {
+    let mut last = None;
+    for _ in 0..8 {
+        let name = crate::confined::random_name("jfrnative")
+            .map_err(|e| format!("cannot draw a random name: {e}"))?;
+        match OwnedDir::make(
+            tmp.as_fd(),
+            OsStr::new(&name),
+            0o700,
+            (target.uid, target.gid),
+        ) {
+            Ok(dir) => return Ok((name.into(), dir)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => {
+                return Err(format!(
+                    "cannot create the directory /tmp/{name} in the JVM's /tmp: {e}; the JVM {} \
+                     must have a writable /tmp of its own for the agent and its recording",
+                    target.pid
+                ))
             }
         }
     }
-    paths.retain(|p| p.starts_with('/'));
-    paths.sort_unstable();
-    paths.dedup();
-    paths
+    Err(format!(
+        "cannot create a directory of a fresh name in the JVM's /tmp: {}",
+        last.map_or_else(String::new, |e| e.to_string())
+    ))
 }
 
-/// Copies `paths` (as the JVM `target` sees them) from its root to the same paths under
-/// `root`, at most `bound` bytes in all (larger ones are left out, said in the result), so that
-/// a recording can be symbolized after the JVM is gone (`jfr-symbolize --sysroot ROOT`).
-/// Returns (files copied, bytes, files left out).
-pub fn keep_libraries(
-    target: &Target,
-    paths: &[String],
-    root: &Path,
-    bound: u64,
-) -> (usize, u64, Vec<String>) {
-    let (mut copied, mut bytes, mut left_out) = (0, 0u64, Vec::new());
-    for path in paths {
-        let from = target.host_path(Path::new(path));
-        let Ok(meta) = std::fs::metadata(&from) else {
-            continue;
-        };
-        if bytes + meta.len() > bound {
-            left_out.push(path.clone());
-            continue;
+/// The first mapping of a library called `libjfrnative.so` in `maps` (the text of
+/// `/proc/PID/maps`): its address range and its path, without the kernel's ` (deleted)`.
+fn mapped_agent(maps: &str) -> Option<(&str, &str)> {
+    maps.lines().find_map(|line| {
+        let mut fields = line.splitn(6, ' ');
+        let range = fields.next()?;
+        let offset = fields.nth(1)?;
+        let path = fields.nth(2)?.trim_start();
+        let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+        let named = Path::new(path).file_name() == Some(OsStr::new(crate::session::AGENT_FILE));
+        (named && path.starts_with('/') && u64::from_str_radix(offset, 16) == Ok(0))
+            .then_some((range, path))
+    })
+}
+
+/// The path of the agent the JVM `pid` has loaded already (as its maps show it), if it is this
+/// very agent (`bytes`); an error if it runs another build of it, which a second load beside it
+/// would fight.
+fn loaded_agent(pid: u32, bytes: &[u8]) -> Result<Option<PathBuf>, String> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .map_err(|e| format!("cannot read the maps of process {pid}: {e}"))?;
+    let Some((range, path)) = mapped_agent(&maps) else {
+        return Ok(None);
+    };
+    // The mapped file itself, even if deleted (root only: an unprivileged attach to a JVM of
+    // its own user trusts the name, as the JVM is its own).
+    let mapped = match std::fs::File::open(format!("/proc/{pid}/map_files/{range}")) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Ok(Some(as_the_jvm_sees(pid, Path::new(path))))
         }
-        let to = root.join(path.trim_start_matches('/'));
-        let done = to
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::copy(&from, &to));
-        if done.is_ok() {
-            copied += 1;
-            bytes += meta.len();
+        Err(e) => {
+            return Err(format!(
+                "cannot read the agent JVM {pid} has loaded ({path}): {e}"
+            ))
         }
+    };
+    let mut theirs = Vec::with_capacity(bytes.len());
+    mapped
+        .take(bytes.len() as u64 + 1)
+        .read_to_end(&mut theirs)
+        .map_err(|e| format!("cannot read the agent JVM {pid} has loaded ({path}): {e}"))?;
+    if theirs != bytes {
+        return Err(format!(
+            "the JVM {pid} has another build of the agent loaded already ({path}): an agent is \
+             never unloaded, and a second one beside it would take the same signals; attach with \
+             that build (--agent), or restart the JVM"
+        ));
     }
-    (copied, bytes, left_out)
+    Ok(Some(as_the_jvm_sees(pid, Path::new(path))))
+}
+
+/// `path`, as this process reads it in the maps of process `pid`, as that process names it. The
+/// kernel writes a mapping's path from the reader's root: where the JVM's root is a directory
+/// of ours (a chroot), its paths start with that directory, which the JVM does not see.
+fn as_the_jvm_sees(pid: u32, path: &Path) -> PathBuf {
+    let root = std::fs::read_link(format!("/proc/{pid}/root")).unwrap_or_else(|_| "/".into());
+    within(&root, path)
+}
+
+/// `path` with the directory `root` taken off its start (`/` then stands for `root`).
+fn within(root: &Path, path: &Path) -> PathBuf {
+    match path.strip_prefix(root) {
+        Ok(rest) if root != Path::new("/") => Path::new("/").join(rest),
+        _ => path.to_path_buf(),
+    }
 }
 
 #[cfg(test)]
@@ -339,37 +343,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_same_bytes_get_the_same_name_and_others_another() {
-        assert_eq!(content_hash(b"agent"), content_hash(b"agent"));
-        assert_ne!(content_hash(b"agent"), content_hash(b"agent2"));
-        assert_eq!(content_hash(b"").len(), 16);
-    }
-
-    #[test]
-    fn this_process_needs_no_stage_and_reaches_its_own_paths() {
+    fn this_process_needs_no_stage() {
         let me = Target::of(std::process::id()).unwrap();
         assert!(!me.other_root);
         assert!(!me.needs_stage());
-        assert_eq!(
-            me.host_path(Path::new("/tmp/x")),
-            PathBuf::from(format!("/proc/{}/root/tmp/x", std::process::id()))
-        );
     }
 
     #[test]
-    fn libraries_are_kept_at_their_paths_within_the_bound() {
-        let me = Target::of(std::process::id()).unwrap();
-        let root = std::env::temp_dir().join(format!("jfrnative-keep-{}", std::process::id()));
-        let exe = std::env::current_exe().unwrap().display().to_string();
-        let paths = vec![exe.clone(), "/nonexistent/libx.so".to_string()];
-        let (copied, bytes, left_out) = keep_libraries(&me, &paths, &root, 1 << 40);
-        assert_eq!((copied, left_out.len()), (1, 0));
-        let kept = root.join(exe.trim_start_matches('/'));
-        assert_eq!(std::fs::metadata(&kept).unwrap().len(), bytes);
-        let _ = std::fs::remove_dir_all(&root);
-        let (copied, bytes, left_out) = keep_libraries(&me, &paths, &root, 0);
-        assert_eq!((copied, bytes), (0, 0));
-        assert_eq!(left_out, [exe]);
-        let _ = std::fs::remove_dir_all(&root);
+    fn an_agent_mapped_already_is_found_by_its_path_deleted_or_not() {
+        let maps = "\
+55d0-55d1 r--p 00000000 08:01 12 /usr/lib/jvm/java-17/bin/java
+7f00-7f10 r--p 00000000 00:2a 99 /tmp/jfrnative-0123/libjfrnative.so (deleted)
+7f10-7f20 r-xp 00010000 00:2a 99 /tmp/jfrnative-0123/libjfrnative.so (deleted)
+";
+        assert_eq!(
+            mapped_agent(maps),
+            Some(("7f00-7f10", "/tmp/jfrnative-0123/libjfrnative.so"))
+        );
+        let spaced = "7f00-7f10 r--p 00000000 00:2a 99   /opt/my dir/libjfrnative.so\n";
+        assert_eq!(
+            mapped_agent(spaced),
+            Some(("7f00-7f10", "/opt/my dir/libjfrnative.so"))
+        );
+        assert_eq!(
+            mapped_agent("7f00-7f10 r--p 00000000 00:2a 99 /x/libother.so\n"),
+            None
+        );
+        assert_eq!(loaded_agent(std::process::id(), b"agent"), Ok(None));
+    }
+
+    #[test]
+    fn a_chrooted_jvms_paths_lose_the_chroot() {
+        let root = Path::new("/srv/box/root");
+        assert_eq!(
+            within(
+                root,
+                Path::new("/srv/box/root/tmp/jfrnative-1/libjfrnative.so")
+            ),
+            PathBuf::from("/tmp/jfrnative-1/libjfrnative.so")
+        );
+        // As a container runtime's own mount namespace shows them: already the JVM's.
+        assert_eq!(
+            within(root, Path::new("/tmp/jfrnative-1/libjfrnative.so")),
+            PathBuf::from("/tmp/jfrnative-1/libjfrnative.so")
+        );
+        assert_eq!(
+            within(Path::new("/"), Path::new("/tmp/x")),
+            PathBuf::from("/tmp/x")
+        );
     }
 }
