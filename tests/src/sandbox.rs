@@ -56,6 +56,20 @@ impl Sandbox {
         java: &Path,
         args: &[String],
     ) -> Sandbox {
+        let tmp = if read_only_tmp { "ro" } else { "rw" };
+        Sandbox::start_with_tmp(root, user, tmp, binds, java, args)
+    }
+
+    /// As [`Sandbox::start`], with `/tmp` as `tmp` says: `rw`, `ro`, or `link:/DIR` (an absolute
+    /// symbolic link to `/DIR`, a writable tmpfs, as a hostile container's root can make it).
+    pub fn start_with_tmp(
+        root: &Path,
+        user: &str,
+        tmp: &str,
+        binds: &[(&Path, &str)],
+        java: &Path,
+        args: &[String],
+    ) -> Sandbox {
         std::fs::create_dir_all(root).unwrap();
         let token = format!("{}-{}", std::process::id(), root.display());
         let log = root.with_extension("log");
@@ -64,7 +78,7 @@ impl Sandbox {
         cmd.arg(repo().join("testdata/sandbox/run.sh"))
             .arg(root)
             .arg(user)
-            .arg(if read_only_tmp { "ro" } else { "rw" });
+            .arg(tmp);
         for (host, inside) in binds {
             cmd.arg(format!("{}:{inside}", host.display()));
         }

@@ -420,13 +420,17 @@ pub const REPLY_BYTES: u64 = 256 << 10;
 
 /// Checks that the peer of `stream` is the JVM itself (`SO_PEERCRED`): the socket's file can
 /// have been made by any process of the JVM's user.
-fn check_peer(stream: &UnixStream, target: &crate::stage::Target) -> Result<(), AttachError> {
+fn check_peer(
+    stream: &UnixStream,
+    target: &crate::stage::Target,
+    socket: &str,
+) -> Result<(), AttachError> {
     let peer = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
         .map_err(|e| AttachError(format!("cannot read the attach socket's peer: {e}")))?;
     if (peer.pid() as u32, peer.uid()) != (target.pid, target.uid) {
         return fail(format!(
-            "refused: the attach socket of JVM {} is served by process {} (uid {}), not by the \
-             JVM (uid {}): something else was put in its place",
+            "refused: the attach socket {socket} of JVM {} is served by process {} (uid {}), not \
+             by the JVM (uid {}): something else was put in its place",
             target.pid,
             peer.pid(),
             peer.uid(),
@@ -493,13 +497,13 @@ fn request(pid: u32, parts: &[&str], timeout: Duration) -> Result<String, Attach
     let root = JvmRoot::open(pid).map_err(AttachError)?;
     let socket = wake_listener(&root, &target, timeout)?;
     // connect() takes a path: the descriptor's own, which names that socket and nothing else.
+    let path = format!("/tmp/.java_pid{}", namespace_pid(pid));
     let mut stream = UnixStream::connect(JvmRoot::fd_path(socket.as_fd())).map_err(|e| {
         AttachError(format!(
-            "cannot connect to the JVM's attach socket /tmp/.java_pid{}: {e}",
-            namespace_pid(pid)
+            "cannot connect to the JVM's attach socket {path}: {e}"
         ))
     })?;
-    check_peer(&stream, &target)?;
+    check_peer(&stream, &target, &path)?;
     let mut message = Vec::new();
     for part in std::iter::once("1").chain(parts.iter().copied()) {
         message.extend_from_slice(part.as_bytes());
@@ -548,6 +552,68 @@ pub fn jcmd(pid: u32, command: &str, timeout: Duration) -> Result<String, Attach
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A socket pair whose far end `serve` plays the JVM's part (it may misbehave).
+    fn misbehaving_peer(serve: impl FnOnce(UnixStream) + Send + 'static) -> UnixStream {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        std::thread::spawn(move || serve(theirs));
+        ours
+    }
+
+    #[test]
+    fn a_reply_is_bounded_in_size_and_time_and_only_shown() {
+        // Endless bytes: cut at REPLY_BYTES, an error, not memory without end.
+        let mut endless = misbehaving_peer(|mut s| {
+            let junk = [b'x'; 4096];
+            while s.write_all(&junk).is_ok() {}
+        });
+        let e = exchange(&mut endless, b"1\0load\0", Duration::from_secs(20)).unwrap_err();
+        assert!(e.0.contains("longer than"), "{e}");
+        // Silence: the time bound, not a wait without end.
+        let mut silent = misbehaving_peer(|s| {
+            std::thread::sleep(Duration::from_secs(5));
+            drop(s);
+        });
+        let started = Instant::now();
+        let e = exchange(&mut silent, b"1\0load\0", Duration::from_millis(300)).unwrap_err();
+        assert!(e.0.contains("did not finish its reply"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(4));
+        // Garbage with control characters and a fake success line: shown quoted and cut.
+        let mut garbage = misbehaving_peer(|mut s| {
+            let _ = s.read(&mut [0u8; 64]);
+            let mut text = "100\n\x1b[2Jrm -rf /\r\n".to_string();
+            text.push_str(&"y".repeat(5000));
+            let _ = s.write_all(text.as_bytes());
+        });
+        let reply = exchange(&mut garbage, b"1\0load\0", Duration::from_secs(20)).unwrap();
+        let e = parse_load_reply(&reply).unwrap_err();
+        assert!(e.0.contains("\\u{1b}[2J"), "{e}");
+        assert!(e.0.ends_with("(cut)"), "{e}");
+        assert!(e.0.len() < 600, "{}", e.0.len());
+    }
+
+    #[test]
+    fn a_socket_served_by_another_process_is_refused() {
+        let (ours, _theirs) = UnixStream::pair().unwrap();
+        let me = std::process::id();
+        let uid = nix::unistd::geteuid().as_raw();
+        let jvm = crate::stage::Target {
+            pid: me + 1,
+            uid,
+            gid: 0,
+            other_root: false,
+        };
+        let e = check_peer(&ours, &jvm, "/tmp/.java_pid9").unwrap_err();
+        assert!(
+            e.0.contains(&format!(
+                "/tmp/.java_pid9 of JVM {} is served by process {me}",
+                me + 1
+            )),
+            "{e}"
+        );
+        let this = crate::stage::Target { pid: me, ..jvm };
+        check_peer(&ours, &this, "/tmp/.java_pid9").unwrap();
+    }
 
     #[test]
     fn load_replies() {

@@ -1,6 +1,5 @@
 //! Read-only file maps: the one place in this crate that needs `unsafe`.
 
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -17,9 +16,21 @@ pub enum Mapped {
 }
 
 impl Mapped {
-    /// Maps `path`.
+    /// Maps `path`, if it is a regular file. A recording names its libraries' paths, and
+    /// whoever wrote it chose them: a FIFO, a device or a directory there is refused at once
+    /// (opened without waiting for a writer, then looked at), never read.
     pub fn open(path: &Path) -> std::io::Result<Mapped> {
-        let file = File::open(path)?;
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)?;
+        if !file.metadata()?.is_file() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file",
+            ));
+        }
         // SAFETY: the map is read-only and private to this process. A file truncated by another
         // process while mapped would fault on access; ELF files are replaced, not rewritten in
         // place, by package managers and linkers, and every tool of this kind (addr2line,
@@ -34,5 +45,36 @@ impl Mapped {
             Mapped::File(map) => map,
             Mapped::Bytes(bytes) => bytes,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_are_mapped() {
+        let dir = std::env::temp_dir().join(format!("symbolize-mapped-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let _ = std::fs::remove_file(&fifo);
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // A FIFO with no writer: refused at once, not waited on.
+        for path in [fifo.as_path(), dir.as_path(), Path::new("/dev/zero")] {
+            let e = Mapped::open(path).err().expect("refused");
+            assert!(
+                e.kind() == std::io::ErrorKind::InvalidInput,
+                "{}: {e}",
+                path.display()
+            );
+        }
+        let file = dir.join("file");
+        std::fs::write(&file, b"bytes").unwrap();
+        assert_eq!(Mapped::open(&file).unwrap().bytes(), b"bytes");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
