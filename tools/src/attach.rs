@@ -535,6 +535,13 @@ pub fn load_agent(
     })
 }
 
+/// Whether `e` is HotSpot's refusal of an agent while the JVM is still starting (JDK 21 and
+/// later answer a `load` before the live phase with "Dynamic agent loading is only permitted in
+/// the live phase"): worth trying again in a moment.
+pub fn not_live_yet(e: &AttachError) -> bool {
+    e.0.contains("only permitted in the live phase")
+}
+
 /// Runs the diagnostic command `command` (as `jcmd PID COMMAND` would) in the JVM `pid`;
 /// returns its output, or the JVM's refusal as an error.
 pub fn jcmd(pid: u32, command: &str, timeout: Duration) -> Result<String, AttachError> {

@@ -78,8 +78,14 @@ fn load(
 ) -> Result<(), Failure> {
     let first_try = Instant::now();
     loop {
-        let reply = attach::load_agent(a.pid, agent, options, a.attach_timeout)
-            .map_err(|e| e.to_string())?;
+        let reply = match attach::load_agent(a.pid, agent, options, a.attach_timeout) {
+            Ok(reply) => reply,
+            Err(e) if attach::not_live_yet(&e) && first_try.elapsed() < a.attach_timeout => {
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
+            }
+            Err(e) => return Err(e.to_string()),
+        };
         if reply.agent_code == 0 {
             return Ok(());
         }
