@@ -402,3 +402,53 @@ fn a_container_jvm_killed_mid_recording_leaves_its_finished_chunks() {
     }
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// `--jdk-events` into a container whose JVM runs as `nobody`: the JDK's own recording is
+/// written into the stage by the JVM and read back through the stage's descriptor; both kinds
+/// of events are in the one recording.
+#[test]
+fn attach_into_a_container_with_the_jdks_own_events() {
+    let Some((jdk, work, _, sandbox)) = sandboxed_demo("jdkevents", "65534:65534", false) else {
+        return;
+    };
+    let recording = work.join("events.jfr");
+    let out = Command::new(tool_binary("jfrnative"))
+        .env_remove("DEBUGINFOD_URLS")
+        .arg("attach")
+        .arg(sandbox.pid.to_string())
+        .args(["-d", "4s", "--jdk-events=default", "-o"])
+        .arg(&recording)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Nothing of ours is left; the JVM's own Flight Recorder keeps its repository
+    // (`YYYY_MM_DD_HH_MM_SS_PID`) in its /tmp until it exits.
+    let left: Vec<String> = sandbox
+        .tmp_entries()
+        .into_iter()
+        .filter(|n| !n.starts_with(".java_pid") && !n.starts_with("hsperfdata_"))
+        .filter(|n| {
+            !(n.len() > 20
+                && n.starts_with("20")
+                && n.bytes().all(|b| b.is_ascii_digit() || b == b'_'))
+        })
+        .collect();
+    assert!(left.is_empty(), "left in the JVM's /tmp: {left:?}");
+    drop(sandbox);
+    let summary = run(Command::new(jdk.tool("jfr")).arg("summary").arg(&recording))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let count = |name: &str| -> u64 {
+        summary
+            .lines()
+            .find_map(|l| {
+                let mut f = l.split_whitespace();
+                (f.next() == Some(name)).then(|| f.next()?.parse().ok())?
+            })
+            .unwrap_or(0)
+    };
+    assert!(count("jdk.CPUTimeSample") > 100, "{summary}");
+    // The JDK's periodic events of those 4 s (jdk.CPULoad: every second).
+    assert!(count("jdk.CPULoad") >= 2, "{summary}");
+    let _ = std::fs::remove_dir_all(&work);
+}

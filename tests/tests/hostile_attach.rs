@@ -254,28 +254,29 @@ fn climb() -> String {
     "../".repeat(24)
 }
 
-/// What one case plants in a `/tmp` (reached from here as `tmp`) for the old agent path.
+/// What one case plants in a `/tmp` (reached from here as `tmp`) at the agent's old path
+/// (its directory, or the file in it).
 #[derive(Clone, Copy, Debug)]
 enum Plant {
     /// The agent's file: an absolute link to the victim.
-    AgentFileAbsolute,
+    FileAbsolute,
     /// The agent's file: a relative link that climbs with `..` to the victim.
-    AgentFileClimbing,
+    FileClimbing,
     /// The agent's directory: an absolute link to the victim's directory.
-    AgentDirAbsolute,
+    DirAbsolute,
     /// The agent's directory: a climbing link to the victim's directory.
-    AgentDirClimbing,
+    DirClimbing,
     /// The agent's directory, made in advance (empty, the user's).
-    AgentDirMadeBefore,
+    DirMadeBefore,
 }
 
 impl Plant {
     const ALL: [Plant; 5] = [
-        Plant::AgentFileAbsolute,
-        Plant::AgentFileClimbing,
-        Plant::AgentDirAbsolute,
-        Plant::AgentDirClimbing,
-        Plant::AgentDirMadeBefore,
+        Plant::FileAbsolute,
+        Plant::FileClimbing,
+        Plant::DirAbsolute,
+        Plant::DirClimbing,
+        Plant::DirMadeBefore,
     ];
 
     /// Plants it in `tmp`; returns the planted path as the JVM sees it.
@@ -286,29 +287,29 @@ impl Plant {
         let _ = std::fs::remove_dir_all(&dir);
         let climbing = |to: &Path| PathBuf::from(format!("{}{}", climb(), to.display()));
         let file = match self {
-            Plant::AgentFileAbsolute | Plant::AgentFileClimbing | Plant::AgentDirMadeBefore => {
+            Plant::FileAbsolute | Plant::FileClimbing | Plant::DirMadeBefore => {
                 std::fs::create_dir(&dir).unwrap();
                 as_nobody(&dir);
                 Some(dir.join("libjfrnative.so"))
             }
-            Plant::AgentDirAbsolute => {
+            Plant::DirAbsolute => {
                 std::os::unix::fs::symlink(&victim.dir, &dir).unwrap();
                 as_nobody(&dir);
                 None
             }
-            Plant::AgentDirClimbing => {
+            Plant::DirClimbing => {
                 std::os::unix::fs::symlink(climbing(&victim.dir), &dir).unwrap();
                 as_nobody(&dir);
                 None
             }
         };
         match (self, file) {
-            (Plant::AgentFileAbsolute, Some(f)) => {
+            (Plant::FileAbsolute, Some(f)) => {
                 std::os::unix::fs::symlink(&victim.file, &f).unwrap();
                 as_nobody(&f);
                 format!("/tmp/{dir_name}/libjfrnative.so")
             }
-            (Plant::AgentFileClimbing, Some(f)) => {
+            (Plant::FileClimbing, Some(f)) => {
                 std::os::unix::fs::symlink(climbing(&victim.file), &f).unwrap();
                 as_nobody(&f);
                 format!("/tmp/{dir_name}/libjfrnative.so")
@@ -320,7 +321,7 @@ impl Plant {
     /// What must hold of the planted thing afterwards: a directory made in advance is still
     /// empty (nothing was written through it).
     fn assert_untouched(self, tmp: &Path) {
-        if let Plant::AgentDirMadeBefore = self {
+        if let Plant::DirMadeBefore = self {
             let dir = tmp.join(old_agent_dir());
             let entries: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
             assert!(
