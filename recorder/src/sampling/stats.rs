@@ -182,15 +182,18 @@ pub fn agct_error(code: i32) -> &'static AtomicU64 {
     &STATS.agct_errors[index.min(AGCT_CODES - 1)]
 }
 
-/// What an AsyncGetCallTrace error code means (HotSpot's `ticks_*` names).
+/// What an AsyncGetCallTrace error code means: HotSpot's `ticks_*` names (`forte.cpp`), and
+/// the thread states `AsyncGetCallTrace` returns them in.
 pub fn agct_reason(code: i32) -> &'static str {
     match code {
-        -1 => "no Java frame (ClassLoad not enabled)",
+        -1 => "no class load (ClassLoad events not enabled)",
         -2 => "GC active",
-        -3 => "unknown not Java (VM runtime code)",
-        -4 => "not walkable, not Java",
-        -5 => "unknown Java (JNI transition)",
-        -6 => "not walkable, Java",
+        -3 => "unknown not Java (in native or VM code with no last Java frame)",
+        -4 => "not walkable, not Java (in native or VM code, its last Java frame not walkable)",
+        // `_thread_in_Java`: Java code, or native code entered without a state transition (a
+        // critical FFM downcall, a leaf stub) where the top frame is not Java code.
+        -5 => "unknown Java (in Java state, the top frame not found)",
+        -6 => "not walkable, Java (in Java state, the Java frames not walkable)",
         -7 => "unknown state",
         -8 => "thread exiting",
         -9 => "deoptimizing",
