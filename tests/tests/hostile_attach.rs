@@ -358,12 +358,18 @@ fn attach_past_every_plant(pid: u32, tmp: &Path, work: &Path, place: &str) {
 
 #[test]
 fn links_planted_at_the_agents_path_in_a_container_reach_no_host_file() {
-    let work = work_dir("container-plants");
-    let sandbox = sandboxed_burner(&work, "65534:65534", "rw");
-    let tmp = PathBuf::from(format!("/proc/{}/root/tmp", sandbox.pid));
-    attach_past_every_plant(sandbox.pid, &tmp, &work, "container");
-    drop(sandbox);
-    let _ = std::fs::remove_dir_all(&work);
+    // The JVM as an unprivileged user inside, and as the container's root.
+    for (user, place) in [
+        ("65534:65534", "container-nobody"),
+        ("0:0", "container-root"),
+    ] {
+        let work = work_dir(place);
+        let sandbox = sandboxed_burner(&work, user, "rw");
+        let tmp = PathBuf::from(format!("/proc/{}/root/tmp", sandbox.pid));
+        attach_past_every_plant(sandbox.pid, &tmp, &work, place);
+        drop(sandbox);
+        let _ = std::fs::remove_dir_all(&work);
+    }
 }
 
 #[test]
