@@ -507,20 +507,30 @@ fn a_containers_tmp_that_links_out_is_resolved_inside_the_container() {
     std::fs::set_permissions(&host_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::write(host_dir.join("secret"), "host").unwrap();
     let sandbox = sandboxed_burner(&work, "0:0", &format!("link:{name}"));
+    // Everything that appears in the host's directory while the attach runs (an attach that
+    // wrote there and removed it at the end is caught too).
+    let run = Arc::new(AtomicBool::new(true));
+    let seen = {
+        let (run, host_dir) = (run.clone(), host_dir.clone());
+        std::thread::spawn(move || {
+            let mut seen = std::collections::BTreeSet::new();
+            while run.load(Ordering::Acquire) {
+                for e in std::fs::read_dir(&host_dir).into_iter().flatten().flatten() {
+                    seen.insert(e.file_name().to_string_lossy().into_owned());
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            seen
+        })
+    };
     let out = work.join("linked.jfr");
     let result = attach(sandbox.pid, 2, out.to_str().unwrap());
-    let host_entries: Vec<_> = std::fs::read_dir(&host_dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    run.store(false, Ordering::Release);
+    let seen: Vec<String> = seen.join().unwrap().into_iter().collect();
     drop(sandbox);
     let _ = std::fs::remove_dir_all(&host_dir);
     let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(
-        host_entries,
-        ["secret"],
-        "written into the host's {name}: {stderr}"
-    );
+    assert_eq!(seen, ["secret"], "written into the host's {name}: {stderr}");
     assert!(result.status.success(), "{stderr}");
     let _ = std::fs::remove_dir_all(&work);
 }
