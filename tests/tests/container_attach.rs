@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use tests::jdk::{oracle_jdks, Jdk};
+use tests::jdk::{missing, oracle_jdks, Jdk};
 use tests::otlp_endpoint::{FakeEndpoint, Plan};
 use tests::readers::{chunk_files, run};
 use tests::sandbox::Sandbox;
@@ -37,11 +37,19 @@ fn work_dir(test: &str) -> PathBuf {
     dir
 }
 
-/// A JDK whose files the sandbox has (it mounts the host's /usr).
+/// A JDK whose files the sandbox has (it mounts the host's /usr); when none is there, says so
+/// through [`missing`] (a panic where missing tools fail the tests).
 fn sandbox_jdk() -> Option<Jdk> {
-    oracle_jdks()
+    let found = oracle_jdks()
         .into_iter()
-        .find(|j| j.home.starts_with("/usr/"))
+        .find(|j| j.home.starts_with("/usr/"));
+    if found.is_none() {
+        missing(
+            "a JDK under /usr/ (the sandbox mounts only the host's /usr)",
+            "the container attach tests",
+        );
+    }
+    found
 }
 
 /// The demo built for `jdk` (its class and JNI library) in `work/demo/build`.
