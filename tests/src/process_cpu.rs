@@ -121,12 +121,13 @@ pub fn run_watched(java: &mut Command) -> (Output, Window) {
         w.step(pid);
         std::thread::sleep(POLL);
     };
+    let reaped_at = Instant::now();
     let output = Output {
         status: ExitStatus::from_raw(status),
         stdout: stdout.join().unwrap(),
         stderr: stderr.join().unwrap(),
     };
-    let window = w.window(total_ns, tick).unwrap_or_else(|| {
+    let window = w.window(total_ns, tick, reaped_at).unwrap_or_else(|| {
         panic!(
             "the agent's writer thread was never seen: {}",
             String::from_utf8_lossy(&output.stderr)
@@ -191,13 +192,13 @@ impl Watch {
         }
     }
 
-    fn window(&self, total_ns: u64, tick: u64) -> Option<Window> {
+    /// The window, once the process was reaped (`reaped_at`, with `total_ns` of CPU time).
+    fn window(&self, total_ns: u64, tick: u64, reaped_at: Instant) -> Option<Window> {
         let (writer, seen_at) = self.writer_ns?;
-        // After its last reading the writer ran at most until it was missed.
-        let writer_hi = writer
-            + self
-                .gone_at
-                .map_or(total_ns, |g| g.duration_since(seen_at).as_nanos() as u64);
+        // After its last reading the writer ran at most until it was missed (or, if no poll
+        // missed it, until the process was reaped): no more CPU time than that wall time.
+        let gone_at = self.gone_at.unwrap_or(reaped_at);
+        let writer_hi = writer + gone_at.duration_since(seen_at).as_nanos() as u64;
         Some(Window {
             start_ns: (
                 self.start_lo? * tick,
