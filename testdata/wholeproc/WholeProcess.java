@@ -14,7 +14,8 @@ import java.util.List;
  * <li>{@code churn COUNT}: the JNI library starts COUNT short-lived pthreads, a few at a time.
  * </ul>
  * At the end it prints every thread's CPU time as the kernel counts it
- * ({@code TASK<tab>name<tab>ns}, from /proc/self/task/TID/schedstat) and the workers' lines.
+ * ({@code TASK<tab>name<tab>ns}, from /proc/self/task/TID/schedstat) and the workers' lines; the
+ * allocating threads print their own line as they end (they are gone by then).
  */
 public class WholeProcess {
     static native void startWorkers(int count, double seconds);
@@ -54,7 +55,10 @@ public class WholeProcess {
                 List<Thread> threads = new ArrayList<>();
                 for (int t = 0; t < 2; t++) {
                     int seed = t + 1;
-                    threads.add(new Thread(() -> allocate(end, seed), "allocator-" + t));
+                    threads.add(new Thread(() -> {
+                        allocate(end, seed);
+                        printSelf();
+                    }, "allocator-" + t));
                 }
                 for (Thread t : threads) t.start();
                 for (Thread t : threads) t.join();
@@ -69,6 +73,17 @@ public class WholeProcess {
             default -> throw new IllegalArgumentException(mode);
         }
         printTasks();
+    }
+
+    /** The calling thread's TASK line, before it ends (printTasks sees only live threads). */
+    static void printSelf() {
+        try {
+            String name = Files.readString(Path.of("/proc/thread-self/comm")).strip();
+            String ns = Files.readString(Path.of("/proc/thread-self/schedstat")).split(" ")[0];
+            System.out.println("TASK\t" + name + "\t" + ns);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     static void printTasks() throws Exception {

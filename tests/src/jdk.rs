@@ -49,6 +49,17 @@ pub fn third_party_reader(var: &str, what: &str) -> Option<String> {
     value
 }
 
+/// A prerequisite is missing: `what` names it (and says where it comes from). When missing tools
+/// fail the tests ([`jdks_required`]: CI, `tools/scripts/test.sh`) this panics with that name;
+/// otherwise it says on stderr that `checks` are skipped. Every test that cannot run its checks
+/// for want of something on the machine goes through here, so that none passes without a word.
+pub fn missing(what: &str, checks: &str) {
+    if jdks_required() {
+        panic!("{what}: required by {checks} (tools/scripts/setup.sh installs what it can)");
+    }
+    eprintln!("note: {what}: {checks} skipped");
+}
+
 fn major_of(home: &Path) -> Option<u32> {
     let release = std::fs::read_to_string(home.join("release")).ok()?;
     let line = release.lines().find(|l| l.starts_with("JAVA_VERSION="))?;

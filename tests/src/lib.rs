@@ -16,6 +16,7 @@ pub mod natives;
 pub mod one_recording;
 pub mod otlp;
 pub mod otlp_endpoint;
+pub mod process_cpu;
 pub mod readers;
 pub mod reading;
 pub mod recordings;

@@ -297,6 +297,19 @@ pub fn src_zip(jdk: &Jdk) -> Option<PathBuf> {
     fetched.is_file().then_some(fetched)
 }
 
+/// Why `jdk` gives no [`concurrent_sources`]: its `src.zip` or its `javac` missing, or the
+/// unpacking failed; for [`crate::jdk::missing`].
+pub fn why_no_sources(jdk: &Jdk) -> String {
+    let why = if src_zip(jdk).is_none() {
+        "has no src.zip (nor target/openjdk-N-source/src.zip)"
+    } else if !jdk.tool("javac").exists() {
+        "has no javac of its own"
+    } else {
+        "has a src.zip that could not be unpacked"
+    };
+    format!("{} {why}", jdk.name())
+}
+
 /// `java/util/concurrent` sources unpacked from `jdk`'s [`src_zip`] into `dir`, if it has
 /// one and a `javac`.
 pub fn concurrent_sources(jdk: &Jdk, dir: &Path) -> Option<Vec<PathBuf>> {

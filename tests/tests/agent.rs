@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use tests::golden::SampleView;
-use tests::jdk::{oracle_jdks, Jdk};
+use tests::jdk::{oracle_jdks, required, Jdk};
 use tests::natives::Symbols;
 use tests::readers::{jfr_json, jfrs, jvm_code_ranges, recording_file, run};
 use tests::workload::{java_with_agent, run_workload, thread_cpu_ns, workload_dir};
@@ -238,7 +238,7 @@ fn records_exact_native_chains_and_cpu_time_on_every_jdk() {
 
 #[test]
 fn jdk25_builtin_sampler_keeps_working_beside_the_agent() {
-    let Some(jdk) = oracle_jdks().into_iter().find(|j| j.major >= 25) else {
+    let Some(jdk) = required(25) else {
         return;
     };
     let dir = out_dir("coexist");

@@ -40,9 +40,11 @@ use tests::boundary_measures::{
     compare_ticks, measure, percent, reaches, Figures, Judge, THREAD_ROOT,
 };
 use tests::boundary_stacks::{Frame, Sample};
-use tests::jdk::{jdks_required, oracle_jdks, third_party_reader, virtual_thread_jdks};
+use tests::jdk::{
+    jdks_required, missing, oracle_jdks, required, third_party_reader, virtual_thread_jdks,
+};
 use tests::readers::run;
-use tests::workload::repo;
+use tests::workload::{repo, why_no_sources};
 
 /// Least share (%) of a thread's samples with the whole Java stack.
 const MIN_WHOLE_PERCENT: f64 = 99.0;
@@ -599,8 +601,7 @@ fn virtual_threads_under_constant_collection_are_never_written_complete_when_cut
 /// the agent's must be the same.
 #[test]
 fn virtual_threads_match_the_jdk_sampler_tick_by_tick() {
-    let Some(jdk) = oracle_jdks().into_iter().find(|j| j.major >= 25) else {
-        eprintln!("no JDK 25: skipped");
+    let Some(jdk) = required(25) else {
         return;
     };
     let rec = one_at_a_time(|| record_vthreads(&jdk, Gc::G1, true))
@@ -736,7 +737,7 @@ fn javac_main_thread_stacks_are_whole_under_g1_and_zgc() {
             let Some(rec) = one_at_a_time(|| record_javac(jdk, gc))
                 .unwrap_or_else(|e| panic!("recording javac: {e}"))
             else {
-                eprintln!("{}: no src.zip or javac, skipped", jdk.name());
+                missing(&why_no_sources(jdk), "the javac run");
                 continue;
             };
             let figures = javac_figures(&rec);

@@ -269,7 +269,15 @@ fn a_recording_uploaded_while_it_runs_goes_through_a_real_collector_whole() {
     }
     let all = forwarded(&reader, &hop, &work);
     assert_eq!(all.len(), before + 2);
-    let jfr_events = jfr_json(&jdk, &whole).unwrap().samples.len() as u64;
+    // The timed shape has one value per CPU sample and one per loss (as in tests/otlp.rs),
+    // both counted by the JDK's own reader.
+    let reading = jfr_json(&jdk, &whole).unwrap();
+    let losses = reading
+        .counts
+        .get("jdk.CPUTimeSamplesLost")
+        .copied()
+        .unwrap_or(0);
+    let jfr_values = reading.samples.len() as u64 + losses;
     for (shape, s) in ["aggregated", "timed"].iter().zip(&all[before..]) {
         let p = profile(s);
         assert!(
@@ -278,7 +286,12 @@ fn a_recording_uploaded_while_it_runs_goes_through_a_real_collector_whole() {
             p["total"]
         );
         if *shape == "timed" {
-            assert!(p["values"].as_u64().unwrap() >= jfr_events, "{shape}");
+            assert_eq!(
+                p["values"].as_u64().unwrap(),
+                jfr_values,
+                "{shape}: one value per CPU sample ({}) and per loss ({losses})",
+                reading.samples.len()
+            );
             assert_eq!(p["timestamps"], p["values"], "{shape}");
         } else {
             assert_eq!(p["values"], p["samples"], "{shape}");

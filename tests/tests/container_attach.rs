@@ -16,12 +16,12 @@
 //! - a JVM killed while recorded: every chunk it finished is kept on the host.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::Duration;
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use tests::jdk::{oracle_jdks, Jdk};
+use tests::jdk::{missing, oracle_jdks, Jdk};
 use tests::otlp_endpoint::{FakeEndpoint, Plan};
 use tests::readers::{chunk_files, run};
 use tests::sandbox::Sandbox;
@@ -37,11 +37,19 @@ fn work_dir(test: &str) -> PathBuf {
     dir
 }
 
-/// A JDK whose files the sandbox has (it mounts the host's /usr).
+/// A JDK whose files the sandbox has (it mounts the host's /usr); when none is there, says so
+/// through [`missing`] (a panic where missing tools fail the tests).
 fn sandbox_jdk() -> Option<Jdk> {
-    oracle_jdks()
+    let found = oracle_jdks()
         .into_iter()
-        .find(|j| j.home.starts_with("/usr/"))
+        .find(|j| j.home.starts_with("/usr/"));
+    if found.is_none() {
+        missing(
+            "a JDK under /usr/ (the sandbox mounts only the host's /usr)",
+            "the container attach tests",
+        );
+    }
+    found
 }
 
 /// The demo built for `jdk` (its class and JNI library) in `work/demo/build`.
@@ -310,6 +318,53 @@ fn a_container_with_a_read_only_tmp_gets_one_line_that_says_why() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// Waits until `jvm` catches SIGQUIT (bit 3 of `SigCgt` in `/proc/PID/status`): HotSpot has
+/// installed its handlers, so it is a JVM that takes an attach. Panics after 60 s or if it
+/// exits.
+fn wait_until_it_catches_sigquit(jvm: &mut Child) {
+    let status = format!("/proc/{}/status", jvm.id());
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(60);
+    loop {
+        let caught = std::fs::read_to_string(&status).is_ok_and(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("SigCgt:"))
+                .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+                .is_some_and(|m| m & (1 << (libc::SIGQUIT - 1)) != 0)
+        });
+        if caught {
+            eprintln!("the JVM catches SIGQUIT after {:?}", started.elapsed());
+            return;
+        }
+        if let Ok(Some(exit)) = jvm.try_wait() {
+            panic!("the JVM exited before it could be attached to: {exit}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the JVM does not catch SIGQUIT after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until `dir` holds `n` chunk files (the host keeps only finished ones: `*.jfr`, copied
+/// whole), while `attach` runs. Panics after 60 s or if `attach` ends first.
+fn wait_for_chunk_files(dir: &Path, n: usize, attach: &mut Child) {
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(60);
+    while !dir.is_dir() || chunk_files(dir).len() < n {
+        if let Ok(Some(exit)) = attach.try_wait() {
+            panic!("jfrnative attach ended ({exit}) before {n} chunk files were finished");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "fewer than {n} chunk files finished after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("{n} chunk files finished after {:?}", started.elapsed());
+}
+
 /// A JVM on the host that runs as another user (`nobody`), attached as root: the agent and the
 /// recording go through its /tmp, owned by its user.
 #[test]
@@ -331,8 +386,8 @@ fn attach_to_a_jvm_of_another_user_as_root() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Its attach needs a running JVM: give it a moment to start.
-    std::thread::sleep(Duration::from_secs(2));
+    // Its attach needs a running JVM: until setpriv has exec'd java, the process is not one.
+    wait_until_it_catches_sigquit(&mut jvm);
     let recording = work.join("user.jfr");
     let jvm_pid = jvm.id();
     let out = attach(jvm_pid, 3, &recording);
@@ -378,7 +433,8 @@ fn a_container_jvm_killed_mid_recording_leaves_its_finished_chunks() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(4500));
+    let mut attach = attach;
+    wait_for_chunk_files(&dir, 2, &mut attach);
     drop(sandbox);
     let out = attach.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

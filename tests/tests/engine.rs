@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use tests::jdk::{oracle_jdks, Jdk};
+use tests::jdk::{missing, oracle_jdks, Jdk};
 use tests::readers::{jfr_json, lost_cpu_ticks_by_thread, run};
 use tests::workload::{build_once, java_with_agent, run_java, thread_cpu_ns};
 
@@ -204,17 +204,18 @@ fn unprivileged_perf_counts_user_time_and_weights_hold_kernel_time() {
         .unwrap_or(3);
     let root = real_uid() == 0;
     if !root || paranoid != 2 {
-        eprintln!(
-            "skipped: needs root to drop to nobody and perf_event_paranoid 2 (uid {}, level \
-             {paranoid})",
+        let why = format!(
+            "root, to drop to nobody, and kernel.perf_event_paranoid 2 (uid {}, level {paranoid})",
             real_uid()
         );
+        missing(&why, "unprivileged perf");
         return;
     }
     let agent = tests::workload::agent_library();
     let workload = tests::workload::workload_dir();
     if !nobody_can_run(&[&agent, &workload]) {
-        eprintln!("skipped: user nobody cannot read {}", agent.display());
+        let why = format!("user nobody able to read {}", agent.display());
+        missing(&why, "unprivileged perf");
         return;
     }
     for jdk in oracle_jdks() {

@@ -491,6 +491,7 @@ fn a_demo_recording_in_the_browser_matches_its_json_report() {
         .into_iter()
         .find(|j| javac_for(j).is_some_and(|c| c.starts_with(&j.home)))
     else {
+        tests::jdk::missing("a JDK with a javac of its own", "the demo in the browser");
         return;
     };
     // Tall enough for the deepest frame of libc's merge sort.

@@ -47,7 +47,7 @@ fn golden_files_are_byte_identical() {
 use std::process::Command;
 
 use tests::golden::Case;
-use tests::jdk::oracle_jdks;
+use tests::jdk::{oracle_jdks, required};
 use tests::readers::{jfr_json, jfrs, recording_file, run, Reading};
 
 fn golden_path(case: &Case) -> PathBuf {
@@ -338,7 +338,7 @@ fn golden_files_follow_the_rules_other_readers_need() {
 /// read back as what we wrote.
 #[test]
 fn jdk25_scrub_round_trip_preserves_every_event() {
-    let Some(jdk) = oracle_jdks().into_iter().find(|j| j.major >= 25) else {
+    let Some(jdk) = required(25) else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("jfrnative-scrub-{}", std::process::id()));

@@ -14,11 +14,11 @@ use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
 use tests::golden::SampleView;
-use tests::jdk::{oracle_jdks, third_party_reader, Jdk};
+use tests::jdk::{missing, oracle_jdks, required, third_party_reader, Jdk};
 use tests::readers::{cpu_sample_events, jfr_json, run};
 use tests::workload::{
     agent_library, build_once, concurrent_sources_with_subpackages, javac, javac_concurrent, repo,
-    tool_binary,
+    tool_binary, why_no_sources,
 };
 
 /// Most samples of the main thread (%) without a whole Java stack (none, or truncated). The
@@ -40,6 +40,17 @@ const MIN_SAME_TICK_AGREE_PERCENT: f64 = 95.0;
 /// 97.5–99.2 with `jstack=vm`, 96.8–98.9 with `agct-vm`; 0 with AsyncGetCallTrace alone, which
 /// has no types).
 const MIN_SAME_TICK_STACK_PERCENT: f64 = 93.0;
+/// Most same-tick pairs (%) whose agent sample has its top Java frame in a compiled method with
+/// an unknown bytecode index (a leaf call's or a stub's return address: no scope there), where
+/// the script leaves the JDK's inlined frames above that method out before it compares.
+/// Measured 3.6-4.2 (javac) and 8.0-10.1 (regex, of 340-590 pairs: a standard error of about
+/// 1.3) on JDK 25: far from the 2 % hoped for, so this edit is bounded here, not assumed rare.
+const MAX_UNKNOWN_SCOPE_PERCENT: f64 = 15.0;
+/// Most percentage points that edit adds to either same-tick agreement above (the unedited
+/// figures are printed beside them): measured 2.6-3.9 (javac), 8.0-10.1 (regex). Unedited, the
+/// agreement (top method/stack) is 94.9-95.7/94.5-95.2 % on javac and 89.6-92.0/89.4-91.7 % on
+/// regex, below the bounds above: the edit is what those bounds stand on.
+const MAX_EDIT_PP: f64 = 15.0;
 /// Largest difference (percentage points) of a top-10 method's CPU share over the whole
 /// recordings. The JDK takes 20–30% of its samples at the next safepoint (`biased`), which
 /// moves CPU to methods with a safepoint poll (`Type.hasTag` in javac: 3.5% for the JDK, 1.5%
@@ -125,7 +136,14 @@ fn check_run(jdk: &Jdk, what: &str, file: &Path, jdk_file: &Path) {
         "{what}: only {typed} of {} Java frames have a type",
         frames.len()
     );
-    if jdk_file.is_file() {
+    // JDK 25 and later ran their own sampler beside ours (recording_options): its file must be
+    // there, else the comparison would be skipped without a word.
+    if jdk.major >= 25 {
+        assert!(
+            jdk_file.is_file(),
+            "{what}: the JDK's own sampler wrote no {}",
+            jdk_file.display()
+        );
         let table = run(Command::new("python3")
             .arg(repo().join("tools/scripts/compare_jdk_sampler.py"))
             .arg("--jfr")
@@ -161,22 +179,13 @@ fn check_run(jdk: &Jdk, what: &str, file: &Path, jdk_file: &Path) {
             main.len()
         );
         let same_tick = number("SAME_TICK ");
-        let agree = number("SAME_TICK_TOP_AGREE_PCT ");
-        let stacks = number("SAME_TICK_STACK_AGREE_PCT ");
         let same_tick_diff = number("SAME_TICK_MAX_DIFF_PP ");
         let diff = number("MAX_DIFF_PP ");
         assert!(
             same_tick >= 300.0,
             "{what}: only {same_tick} JDK samples beside one of ours"
         );
-        assert!(
-            agree >= MIN_SAME_TICK_AGREE_PERCENT,
-            "{what}: only {agree}% of the samples of one tick name the JDK's top method"
-        );
-        assert!(
-            stacks >= MIN_SAME_TICK_STACK_PERCENT,
-            "{what}: only {stacks}% of the samples of one tick have the JDK's stack and types"
-        );
+        check_agreement(what, &number);
         assert!(
             same_tick_diff <= MAX_SAME_TICK_DIFF_PP,
             "{what}: a top-10 method's share differs from the JDK's at the same ticks by \
@@ -189,10 +198,40 @@ fn check_run(jdk: &Jdk, what: &str, file: &Path, jdk_file: &Path) {
     }
 }
 
+/// The same-tick agreement. The script gives it twice: on the JDK's samples as they are, and
+/// with the JDK's inlined frames left out where our top frame is a compiled method with an
+/// unknown bytecode index (`as_known`). The edited figures are held to the bounds; the edit is
+/// bounded too: how many pairs it touches, and how much it adds to each figure.
+fn check_agreement(what: &str, number: &dyn Fn(&str) -> f64) {
+    let unknown_scope = number("SAME_TICK_UNKNOWN_SCOPE_PCT ");
+    let agree = number("SAME_TICK_TOP_AGREE_PCT ");
+    let stacks = number("SAME_TICK_STACK_AGREE_PCT ");
+    let agree_unedited = number("SAME_TICK_TOP_AGREE_UNEDITED_PCT ");
+    let stacks_unedited = number("SAME_TICK_STACK_AGREE_UNEDITED_PCT ");
+    assert!(
+        unknown_scope <= MAX_UNKNOWN_SCOPE_PERCENT,
+        "{what}: {unknown_scope}% of the same-tick pairs have our top frame in an unknown scope"
+    );
+    assert!(
+        agree - agree_unedited <= MAX_EDIT_PP && stacks - stacks_unedited <= MAX_EDIT_PP,
+        "{what}: the edit adds {:.1} pp to the top methods' agreement and {:.1} pp to the \
+         stacks'",
+        agree - agree_unedited,
+        stacks - stacks_unedited
+    );
+    assert!(
+        agree >= MIN_SAME_TICK_AGREE_PERCENT,
+        "{what}: only {agree}% of the samples of one tick name the JDK's top method"
+    );
+    assert!(
+        stacks >= MIN_SAME_TICK_STACK_PERCENT,
+        "{what}: only {stacks}% of the samples of one tick have the JDK's stack and types"
+    );
+}
+
 #[test]
 fn javac_main_thread_samples_have_typed_java_stacks() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut ran = 0;
     for jdk in oracle_jdks() {
         let dir = std::env::temp_dir().join(format!(
             "jfrnative-javastacks-javac-{}-{}",
@@ -202,7 +241,7 @@ fn javac_main_thread_samples_have_typed_java_stacks() {
         // With the subpackages: the run must give the comparison with the JDK's sampler well
         // over its 300 same-tick samples (java.util.concurrent alone gave 270-301 of ~390).
         let Some(sources) = concurrent_sources_with_subpackages(&jdk, &dir.join("src")) else {
-            eprintln!("{}: no src.zip or javac, skipped", jdk.name());
+            missing(&why_no_sources(&jdk), "the javac run");
             continue;
         };
         let what = format!("{} javac", jdk.name());
@@ -211,11 +250,7 @@ fn javac_main_thread_samples_have_typed_java_stacks() {
         let mut javac = javac_concurrent(&jdk, &dir, &sources, &options);
         run(&mut javac).unwrap_or_else(|e| panic!("{what}: {e}"));
         check_run(&jdk, &what, &file, &jdk_file);
-        ran += 1;
         let _ = std::fs::remove_dir_all(&dir);
-    }
-    if ran == 0 {
-        eprintln!("no JDK with src.zip and javac: nothing checked");
     }
 }
 
@@ -344,8 +379,7 @@ fn jmc_shows_frame_types_in_one_event_type() {
     let Some(jmc_cp) = third_party_reader("JMC_CP", "JDK Mission Control's parser") else {
         return;
     };
-    let Some(jdk) = oracle_jdks().into_iter().find(|j| j.major >= 25) else {
-        eprintln!("no JDK 25: skipped");
+    let Some(jdk) = required(25) else {
         return;
     };
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

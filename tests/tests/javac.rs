@@ -5,16 +5,15 @@
 //! (2.1% of samples with the map re-read on demand; none since JIT code is known by the code
 //! cache's bounds), so the share of truncated native stacks shows how current the map is kept.
 
-use tests::jdk::oracle_jdks;
+use tests::jdk::{missing, oracle_jdks};
 use tests::readers::{jfr_json, run};
-use tests::workload::{agent_library, concurrent_sources, javac_concurrent};
+use tests::workload::{agent_library, concurrent_sources, javac_concurrent, why_no_sources};
 
 /// Most samples (%) whose native stack may be truncated.
 const MAX_TRUNCATED_PERCENT: usize = 1;
 
 #[test]
 fn javac_native_stacks_are_rarely_cut_short_by_new_jit_code() {
-    let mut ran = 0;
     for jdk in oracle_jdks() {
         let dir = std::env::temp_dir().join(format!(
             "jfrnative-javac-{}-{}",
@@ -22,7 +21,7 @@ fn javac_native_stacks_are_rarely_cut_short_by_new_jit_code() {
             jdk.major
         ));
         let Some(sources) = concurrent_sources(&jdk, &dir.join("src")) else {
-            eprintln!("{}: no src.zip or javac, skipped", jdk.name());
+            missing(&why_no_sources(&jdk), "the javac run");
             continue;
         };
         for jvm_flag in [None, Some("-XX:+UseTransparentHugePages")] {
@@ -49,11 +48,7 @@ fn javac_native_stacks_are_rarely_cut_short_by_new_jit_code() {
                 truncated * 100 <= samples * MAX_TRUNCATED_PERCENT,
                 "{what}: {truncated} of {samples} native stacks truncated"
             );
-            ran += 1;
         }
         let _ = std::fs::remove_dir_all(&dir);
-    }
-    if ran == 0 {
-        eprintln!("no JDK with src.zip and javac: nothing checked");
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use tests::jdk::{javac_for, oracle_jdks, Jdk};
+use tests::jdk::{javac_for, missing, oracle_jdks, Jdk};
 use tests::natives::Symbols;
 use tests::readers::{cpu_sample_events, jfr_json, run};
 use tests::workload::{agent_library, tool_binary, workload_dir};
@@ -193,7 +193,7 @@ fn record_runs_any_command_and_reports_each_jvm() {
 fn maven_and_its_forked_test_jvms_each_record_their_own_file() {
     let settings = Path::new("/etc/maven/settings-debian.xml");
     if run(Command::new("mvn").arg("--version")).is_err() || !settings.exists() {
-        eprintln!("skipped: no mvn with Debian's offline repository (tools/scripts/setup.sh)");
+        missing("mvn with Debian's offline repository", "the Maven test");
         return;
     }
     let jdk = &oracle_jdks()[0];
@@ -304,7 +304,7 @@ impl Drop for GradleHome {
 #[test]
 fn gradle_its_daemon_and_its_forked_test_jvms_each_record_their_own_file() {
     if run(Command::new("gradle").arg("--version")).is_err() {
-        eprintln!("skipped: no gradle (tools/scripts/setup.sh installs Debian's)");
+        missing("gradle (Debian's)", "the Gradle test");
         return;
     }
     let jdk = &oracle_jdks()[0];
@@ -782,6 +782,7 @@ fn demo_stacks_are_whole(jdk: &Jdk, recording: &Path) {
 fn demo_runs_without_warnings_on_every_jdk() {
     for jdk in oracle_jdks() {
         if !javac_for(&jdk).is_some_and(|c| c.starts_with(&jdk.home)) {
+            missing(&format!("{}: a javac of its own", jdk.name()), "its demo");
             continue;
         }
         let dir = out_dir(&format!("demo-quiet-{}", jdk.major));
@@ -803,6 +804,7 @@ fn demo_shows_c_zlib_and_libc_hot_paths() {
         .into_iter()
         .find(|j| javac_for(j).is_some_and(|c| c.starts_with(&j.home)))
     else {
+        missing("a JDK with a javac of its own", "the demo");
         return;
     };
     let dir = out_dir("demo");

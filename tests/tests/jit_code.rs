@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use tests::jdk::oracle_jdks;
+use tests::jdk::{missing, oracle_jdks};
 use tests::readers::jfr_json;
 use tests::reading::SampleView;
 use tests::workload::{build_once, java_with_agent_in, javac, run_java};
@@ -46,8 +46,9 @@ fn samples_in_new_jit_code_are_not_cut_short() {
     if huge_pages_available() {
         flags.push(Some("-XX:+UseLargePages"));
     } else {
-        eprintln!(
-            "no free huge pages (vm.nr_hugepages, see setup.sh): -XX:+UseLargePages not checked"
+        missing(
+            "64 free huge pages (vm.nr_hugepages, setup.sh reserves 256 as root)",
+            "-XX:+UseLargePages",
         );
     }
     for jdk in oracle_jdks() {
@@ -70,7 +71,10 @@ fn samples_in_new_jit_code_are_not_cut_short() {
                 .and_then(|n| n.parse().ok())
                 .unwrap_or(0);
             if *flag == Some("-XX:+UseLargePages") && huge_code == 0 {
-                eprintln!("{what}: the JVM did not put its code cache on huge pages: not checked");
+                missing(
+                    &format!("{what}: a code cache on huge pages (the JVM put none there)"),
+                    "-XX:+UseLargePages",
+                );
                 continue;
             }
             let reading = jfr_json(&jdk, &file).unwrap();

@@ -3,13 +3,16 @@
 //! - An allocation loop under G1 and under generational ZGC (JDK 25): the GC threads are
 //!   sampled (their share of the recorded CPU), written as the JDK writes its VM thread (OS name
 //!   and id, no Java name, Java thread id 0); the recording's CPU (Σ `samplingPeriod` and lost
-//!   CPU time, read by the JDK's reader) is the process's CPU during the recording within 2 %
-//!   (the agent reads `getrusage` at its start and end, and its writer thread's own CPU time,
-//!   which is not sampled); each busy thread's recorded CPU is its own CPU time (the kernel's
-//!   `schedstat`, read by the program itself).
+//!   CPU time, read by the JDK's reader) is the process's CPU during the recording within 2 %,
+//!   as the test itself reads it from the kernel (`tests::process_cpu`: `/proc/PID/stat` while
+//!   the agent's writer thread lives, less that thread's own CPU time, which is not sampled,
+//!   from its `/proc/PID/task/TID/schedstat`), not the agent's own figure; each busy thread's
+//!   recorded CPU is its own CPU time (the kernel's `schedstat`, read by the program itself),
+//!   the allocating threads and the GC threads among them.
 //! - A JNI library that starts two pthreads of its own after a second, named with `prctl`, that
-//!   compress with zlib: both are sampled from their first 300 ms, with their own CPU time,
-//!   their stacks through the library's function and zlib's `deflate`.
+//!   compress with zlib: both are sampled from their start (at most 110 ms of their CPU time
+//!   before their first sample: a bound in CPU time, not in wall time), with their own CPU
+//!   time, their stacks through the library's function and zlib's `deflate`.
 //! - 2,000 short-lived native threads: the JVM lives, the recording is whole, slots are reused.
 
 use std::collections::BTreeMap;
@@ -18,6 +21,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 use tests::jdk::{required, Jdk};
+use tests::process_cpu::run_watched;
 use tests::readers::{cpu_sample_events, iso_duration_ticks, lost_cpu_ticks_by_thread};
 use tests::workload::{agent_library, jfr_symbolize, run_java, wholeproc_dir};
 
@@ -28,8 +32,8 @@ fn work_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// Runs `WholeProcess ARGS` with the agent (`options`) and `jvm_args`.
-fn run_whole(jdk: &Jdk, options: &str, jvm_args: &[&str], args: &[&str]) -> Output {
+/// `WholeProcess ARGS` with the agent (`options`) and `jvm_args`.
+fn whole_command(jdk: &Jdk, options: &str, jvm_args: &[&str], args: &[&str]) -> Command {
     let dir = wholeproc_dir();
     let mut java = Command::new(jdk.tool("java"));
     java.args(jvm_args)
@@ -42,6 +46,12 @@ fn run_whole(jdk: &Jdk, options: &str, jvm_args: &[&str], args: &[&str]) -> Outp
         .arg(&dir)
         .arg("WholeProcess")
         .args(args);
+    java
+}
+
+/// Runs `WholeProcess ARGS` with the agent (`options`) and `jvm_args`.
+fn run_whole(jdk: &Jdk, options: &str, jvm_args: &[&str], args: &[&str]) -> Output {
+    let mut java = whole_command(jdk, options, jvm_args, args);
     run_java(jdk, &mut java).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -104,7 +114,8 @@ fn task_cpu_ns(stdout: &str) -> BTreeMap<String, u64> {
 }
 
 /// The agent's `threads=all` line: (CPU-s of the process during the recording in threads other
-/// than the agent's writer, which is not sampled; CPU-s the samples and lost samples stand for).
+/// than the agent's writer, which is not sampled, by the agent's own count; CPU-s the samples
+/// and lost samples stand for).
 fn process_line(stderr: &str) -> (f64, f64) {
     let line = stderr
         .lines()
@@ -125,6 +136,10 @@ fn process_line(stderr: &str) -> (f64, f64) {
     )
 }
 
+/// Largest relative difference of the recording's CPU with the process's, as the kernel counts
+/// it while the recording ran.
+const MAX_CPU_ERROR: f64 = 0.02;
+
 #[test]
 fn gc_threads_are_sampled_and_the_recording_adds_up_to_the_process_cpu() {
     let Some(jdk) = required(25) else {
@@ -134,7 +149,9 @@ fn gc_threads_are_sampled_and_the_recording_adds_up_to_the_process_cpu() {
         let dir = work_dir(gc);
         let file = dir.join("alloc.jfr");
         let options = format!("file={},threads=all,interval=2ms", file.display());
-        let out = run_whole(&jdk, &options, &[flag, "-Xmx256m"], &["alloc", "4"]);
+        let mut java = whole_command(&jdk, &options, &[flag, "-Xmx256m"], &["alloc", "4"]);
+        let (out, window) = run_watched(&mut java);
+        assert!(out.status.success(), "{gc}: {out:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let threads = by_thread(&jdk, &file);
@@ -144,14 +161,26 @@ fn gc_threads_are_sampled_and_the_recording_adds_up_to_the_process_cpu() {
             .sum::<u64>()
             * 1_000;
         let recorded: u64 = threads.values().map(|t| t.cpu_ns).sum::<u64>() + lost;
-        let (process_s, claimed_s) = process_line(&stderr);
+        let (agent_s, claimed_s) = process_line(&stderr);
         let recorded_s = recorded as f64 / 1e9;
+        // The process's CPU as the kernel counts it, read by this test: while the agent's
+        // writer thread lived, less the writer's own (a range: the polls bracket each end).
+        let (lo, hi) = window.during_ns();
+        let (lo_s, hi_s) = (lo as f64 / 1e9, hi as f64 / 1e9);
         eprintln!(
-            "{gc}: process {process_s:.2} CPU-s, recorded {recorded_s:.2} CPU-s; threads: {:?}",
+            "{gc}: process {lo_s:.3}-{hi_s:.3} CPU-s while recorded (the kernel, read from \
+             outside: {window:?}), {agent_s:.3} by the agent's own count; recorded \
+             {recorded_s:.3} CPU-s; threads: {:?}",
             threads
                 .iter()
                 .map(|(n, t)| (n.as_str(), t.cpu_ns / 1_000_000))
                 .collect::<Vec<_>>()
+        );
+        // The range is narrow enough for the check below to mean something (measured 0.6-1.1 %
+        // of it: each end within two 2 ms polls).
+        assert!(
+            hi - lo <= lo / 20,
+            "{gc}: the polls bracket the process's CPU only to {lo_s:.3}-{hi_s:.3} CPU-s"
         );
         // The JDK's reader and the agent count the same samples.
         assert!(
@@ -159,8 +188,9 @@ fn gc_threads_are_sampled_and_the_recording_adds_up_to_the_process_cpu() {
             "{gc}: {recorded_s} vs {claimed_s}"
         );
         assert!(
-            (recorded_s / process_s - 1.0).abs() <= 0.02,
-            "{gc}: the recording has {recorded_s:.3} CPU-s of the process's {process_s:.3}"
+            recorded_s >= lo_s * (1.0 - MAX_CPU_ERROR)
+                && recorded_s <= hi_s * (1.0 + MAX_CPU_ERROR),
+            "{gc}: the recording has {recorded_s:.3} CPU-s of the process's {lo_s:.3}-{hi_s:.3}"
         );
         // GC threads: not Java threads, written as the JDK writes its own.
         let gc_threads: Vec<(&String, &ThreadSamples)> = threads
@@ -188,24 +218,58 @@ fn gc_threads_are_sampled_and_the_recording_adds_up_to_the_process_cpu() {
         }
         // Each busy thread: its recorded CPU is its own CPU time.
         let tasks = task_cpu_ns(&stdout);
-        for (name, t) in &threads {
-            let Some(&own) = tasks.get(name) else {
-                continue;
-            };
-            if own < 300_000_000 || name.starts_with("GC Thread") || name == "java" {
-                continue;
-            }
-            let ratio = t.cpu_ns as f64 / own as f64;
+        let compared = compare_busy_threads(gc, &threads, &tasks);
+        for expected in ["allocator-0", "allocator-1"] {
             assert!(
-                (0.9..=1.05).contains(&ratio),
-                "{gc}: {name}: recorded {} ms of its {} ms",
-                t.cpu_ns / 1_000_000,
-                own / 1_000_000
+                compared.iter().any(|n| n == expected),
+                "{gc}: {expected} not compared with its own CPU time: {compared:?} of {tasks:?}"
             );
         }
+        assert!(
+            gc_threads.iter().any(|(n, _)| compared.contains(n)),
+            "{gc}: no GC thread compared with its own CPU time: {compared:?} of {tasks:?}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Compares each busy thread's recorded CPU (Σ `samplingPeriod`) with its own CPU time (`TASK`
+/// lines: `schedstat`, read by the program at its end); returns the names compared. Left out:
+/// threads with less than 300 ms of CPU (a few samples' worth of noise), and `java`, the
+/// launcher's first thread, which made the JVM before the recording started (its CPU time is
+/// mostly from before). GC threads are compared too (they start with the JVM, but use next to
+/// no CPU before the recording starts: measured 0.99-1.0 of their own).
+fn compare_busy_threads(
+    gc: &str,
+    threads: &BTreeMap<String, ThreadSamples>,
+    tasks: &BTreeMap<String, u64>,
+) -> Vec<String> {
+    let mut compared = Vec::new();
+    for (name, &own) in tasks {
+        if own < 300_000_000 || name == "java" {
+            continue;
+        }
+        let recorded = threads.get(name).map_or(0, |t| t.cpu_ns);
+        let ratio = recorded as f64 / own as f64;
+        eprintln!(
+            "{gc}: {name}: recorded {} ms of its {} ms ({ratio:.3})",
+            recorded / 1_000_000,
+            own / 1_000_000
+        );
+        assert!(
+            (0.9..=1.05).contains(&ratio),
+            "{gc}: {name}: recorded {} ms of its {} ms",
+            recorded / 1_000_000,
+            own / 1_000_000
+        );
+        compared.push(name.clone());
+    }
+    compared
+}
+
+/// Most CPU time (ms) a native thread started during the recording may use before it is
+/// sampled: two scan periods of one CPU (100 ms), and its last interval (10 ms).
+const MAX_UNSAMPLED_MS: i64 = 110;
 
 #[test]
 fn native_threads_a_library_starts_later_are_sampled_from_their_first_second() {
@@ -237,10 +301,16 @@ fn native_threads_a_library_starts_later_are_sampled_from_their_first_second() {
         let t = threads
             .get(name)
             .unwrap_or_else(|| panic!("no sample of {name}: {:?}", threads.keys()));
+        // Sampled from its start: the CPU time it used before its first sample (its own CPU
+        // time less what its samples stand for) is bounded in CPU time, not in wall time,
+        // which a loaded machine stretches. The agent finds a new thread at its next scan of
+        // /proc/self/task (every 50 ms); its CPU until then is written as lost, not sampled.
+        let unsampled_ms = (*cpu_ns as i64 - t.cpu_ns as i64) / 1_000_000;
         let delay_ms = (t.first_ns - start_ns) / 1_000_000;
         assert!(
-            delay_ms <= 300,
-            "{name}: first sample {delay_ms} ms after its start"
+            unsampled_ms <= MAX_UNSAMPLED_MS,
+            "{name}: {unsampled_ms} ms of its CPU time not sampled (first sample {delay_ms} ms \
+             after its start)"
         );
         assert_eq!(t.java_ids, vec![0], "{name}");
         let ratio = t.cpu_ns as f64 / *cpu_ns as f64;
@@ -251,7 +321,8 @@ fn native_threads_a_library_starts_later_are_sampled_from_their_first_second() {
             cpu_ns / 1_000_000
         );
         eprintln!(
-            "{name}: first sample {delay_ms} ms after its start; {} ms recorded of {} ms",
+            "{name}: first sample {delay_ms} ms after its start, {unsampled_ms} ms of CPU \
+             before it; {} ms recorded of {} ms",
             t.cpu_ns / 1_000_000,
             cpu_ns / 1_000_000
         );

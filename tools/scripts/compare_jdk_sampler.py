@@ -28,7 +28,9 @@ In those pairs, where the agent writes its top Java frame as a compiled method a
 unknown bytecode index (the return address of a leaf call or of an out-of-line stub: HotSpot has
 no debug information there, and the next PcDesc, which the JDK takes, may be another inlined
 scope's), the JDK's inlined frames above that same method are left out of the comparison
-(`SAME_TICK_UNKNOWN_SCOPE`: how many pairs).
+(`SAME_TICK_UNKNOWN_SCOPE`: how many pairs; `SAME_TICK_UNKNOWN_SCOPE_PCT`: their share). Both
+agreements are also printed on the JDK's samples as they are, nothing left out
+(`SAME_TICK_TOP_AGREE_UNEDITED_PCT`, `SAME_TICK_STACK_AGREE_UNEDITED_PCT`).
 Exit status 0 (1 when a file has no samples of the thread); the caller decides what difference
 is acceptable.
 """
@@ -209,12 +211,15 @@ def main():
     print(f"MAX_DIFF_PP {worst:.2f}")
     # Sample by sample: the JDK's samples taken where the thread was (not `biased`), beside the
     # agent's sample of the same tick.
-    same_tick = [(as_known(j, o), o) for j, o in pairs(ours_events, jdk_events)
-                 if not j.get("biased")]
-    unknown_scopes = sum(1 for (_, cut), _ in same_tick if cut)
-    same_tick = [(j, o) for (j, _), o in same_tick]
+    raw = [(j, o) for j, o in pairs(ours_events, jdk_events) if not j.get("biased")]
+    edited = [(as_known(j, o), o) for j, o in raw]
+    unknown_scopes = sum(1 for (_, cut), _ in edited if cut)
+    same_tick = [(j, o) for (j, _), o in edited]
     agree = sum(1 for j, o in same_tick if top_method(j) == top_method(o))
     stacks_agree = sum(1 for j, o in same_tick if typed_stack(j) == typed_stack(o))
+    # The same, the JDK's samples as they are (no inlined frame left out).
+    agree_raw = sum(1 for j, o in raw if top_method(j) == top_method(o))
+    stacks_agree_raw = sum(1 for j, o in raw if typed_stack(j) == typed_stack(o))
     counts_jdk, counts_ours = defaultdict(int), defaultdict(int)
     for j, o in same_tick:
         counts_jdk[top_method(j)] += 1
@@ -226,8 +231,11 @@ def main():
     print(f"SAME_TICK {len(same_tick)} of {n_jdk} JDK samples (not biased, with the agent's "
           f"sample of the same tick)")
     print(f"SAME_TICK_UNKNOWN_SCOPE {unknown_scopes}")
+    print(f"SAME_TICK_UNKNOWN_SCOPE_PCT {100.0 * unknown_scopes / n:.2f}")
     print(f"SAME_TICK_TOP_AGREE_PCT {100.0 * agree / n:.1f}")
     print(f"SAME_TICK_STACK_AGREE_PCT {100.0 * stacks_agree / n:.1f}")
+    print(f"SAME_TICK_TOP_AGREE_UNEDITED_PCT {100.0 * agree_raw / n:.1f}")
+    print(f"SAME_TICK_STACK_AGREE_UNEDITED_PCT {100.0 * stacks_agree_raw / n:.1f}")
     print(f"SAME_TICK_MAX_DIFF_PP {paired_worst:.2f}")
 
 

@@ -678,11 +678,27 @@ mod tests {
 
     #[test]
     fn sigquit_is_caught_only_where_a_handler_is_installed() {
+        use std::os::unix::process::CommandExt;
         assert!(!catches_sigquit(std::process::id()));
-        let mut shell = std::process::Command::new("bash")
-            .args(["-c", "trap 'echo quit' QUIT; sleep 30 & wait"])
-            .spawn()
-            .unwrap();
+        let mut shell = std::process::Command::new("bash");
+        shell.args(["-c", "trap 'echo quit' QUIT; sleep 30 & wait"]);
+        // This process may have SIGQUIT ignored on entry (a background job of a
+        // non-interactive shell, `nohup ... &`: POSIX has such jobs ignore it), and an ignored
+        // disposition is inherited through exec: bash cannot trap a signal ignored on entry, so
+        // the child gets the default disposition back first.
+        // SAFETY: between fork and exec only async-signal-safe calls are allowed; `signal` is
+        // one (a sigaction), and the closure touches no memory of the parent's.
+        unsafe {
+            shell.pre_exec(|| {
+                nix::sys::signal::signal(
+                    nix::sys::signal::Signal::SIGQUIT,
+                    nix::sys::signal::SigHandler::SigDfl,
+                )
+                .map(drop)
+                .map_err(std::io::Error::from)
+            });
+        }
+        let mut shell = shell.spawn().unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         while !catches_sigquit(shell.id()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
