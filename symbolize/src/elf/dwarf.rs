@@ -90,6 +90,11 @@ impl Dwarf {
     /// The inline chain at `address`, innermost first; empty if DWARF does not cover it.
     pub fn frames(&self, address: u64) -> Vec<DwarfFrame> {
         let mut out = Vec::new();
+        // addr2line looks up `[address, address + 1)`, which overflows at the last address;
+        // no code is there, and a damaged recording's PC can be anything.
+        if address == u64::MAX {
+            return out;
+        }
         let Ok(mut frames) = self.context.find_frames(address).skip_all_loads() else {
             return out;
         };
@@ -153,5 +158,26 @@ mod tests {
             // Whatever the section says, loading gives an answer, not an abort.
             let _ = Dwarf::load(&image).map(|d| d.frames(0));
         }
+    }
+
+    /// Found by the fuzz target elf_reader: addr2line looks up `[address, address + 1)`, which
+    /// overflowed at the last address (a panic in debug builds); a recording's PC minus a
+    /// library's bias can be any value.
+    #[test]
+    fn the_last_address_is_no_panic() {
+        // One empty DWARF 4 unit: length 8, version 4, abbreviations at 0, 8-byte addresses,
+        // a null entry.
+        let info = [8, 0, 0, 0, 4, 0, 0, 0, 0, 0, 8, 0];
+        let bytes = elf(
+            &[],
+            &[
+                Section(".debug_info", 1, 0, &info),
+                Section(".debug_abbrev", 1, 0, &[0]),
+            ],
+        );
+        let image = ElfImage::from_bytes(Path::new("empty-unit.so"), bytes).unwrap();
+        let dwarf = Dwarf::load(&image).expect("an empty unit is DWARF");
+        assert_eq!(dwarf.frames(u64::MAX), Vec::new());
+        assert_eq!(dwarf.frames(0x1000), Vec::new());
     }
 }
