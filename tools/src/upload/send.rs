@@ -220,6 +220,37 @@ mod tests {
     }
 
     #[test]
+    fn replies_mean_what_the_exporter_specification_says() {
+        assert_eq!(
+            answer(503, Some(" 5 "), b""),
+            Answer::Retry {
+                why: "HTTP 503".into(),
+                after: Some(Duration::from_secs(5)),
+            }
+        );
+        // Past a u64 or past the bound: no server keeps us waiting longer than MAX_BACKOFF.
+        let after = |v| match answer(429, Some(v), b"") {
+            Answer::Retry { after, .. } => after,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(after("99999999999999999999"), None);
+        assert_eq!(after("3600"), Some(MAX_BACKOFF));
+        assert_eq!(
+            answer(400, None, b"bad request\nmore"),
+            Answer::Rejected {
+                why: "HTTP 400 bad request".into()
+            }
+        );
+        assert_eq!(
+            answer(204, None, b"\xff"),
+            Answer::Sent {
+                status: 204,
+                partial: None
+            }
+        );
+    }
+
+    #[test]
     fn a_partial_success_is_read_from_the_response() {
         use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesPartialSuccess;
         let body = ExportProfilesServiceResponse {
