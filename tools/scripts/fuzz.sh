@@ -80,7 +80,10 @@ for t in "${targets[@]}"; do
         -artifact_prefix="$fuzz_dir/artifacts/$t/" >"$log" 2>&1
     status=$?
     set -e
-    secs=$((SECONDS - started))
+    # libFuzzer's own time when it finished ("Done N runs in S second(s)"), else the wall time
+    # (a crash, or a rebuild by cargo fuzz run included).
+    secs=$(grep -ao 'Done [0-9]* runs in [0-9]* second' "$log" | grep -o '[0-9]* second' | grep -o '[0-9]*' || true)
+    [[ -n $secs ]] || secs=$((SECONDS - started))
     runs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -ao '[0-9]*$' || true)
     [[ -n $runs ]] || runs=$(grep -ao '^#[0-9]*' "$log" | tail -1 | tr -d '#' || true)
     cov=$(grep -ao 'cov: [0-9]* ft: [0-9]* corp: [0-9]*' "$log" | tail -1 || true)
