@@ -481,7 +481,9 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
         timestamp,
     };
     for item in options.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let Some((key, value)) = item.split_once('=') else {
+        // An item without a key (`=x`) is named whole: an error must name an option, and ''
+        // names none (found by the fuzz target agent_options).
+        let Some((key, value)) = item.split_once('=').filter(|(key, _)| !key.is_empty()) else {
             return Err(err(
                 item,
                 format!("expected key=value; accepted keys: {}", accepted()),
@@ -543,6 +545,14 @@ fn finish(p: Parsing<'_>) -> Result<Options, OptionError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the fuzz target agent_options: `=ts /t` was refused as the unknown option ''.
+    #[test]
+    fn an_item_without_a_key_is_named_whole() {
+        let e = parse("file=a,=ts /t", 1, "t").unwrap_err();
+        assert_eq!(e.option, "=ts /t");
+        assert!(e.message.starts_with("expected key=value"), "{e}");
+    }
 
     #[test]
     fn stop_command_and_status_path() {

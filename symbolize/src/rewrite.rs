@@ -198,7 +198,8 @@ pub const FIRST_NEW_STACK_KEY: u64 = 1 << 30;
 /// chunks alone (JMC).
 #[derive(Debug)]
 pub struct FileKeys {
-    next_key: u64,
+    /// `None` once every key above the input's is taken (an input key of `u64::MAX`).
+    next_key: Option<u64>,
     next_stack_key: u64,
     /// The keys of the previous chunk's input stack-trace pool.
     previous_stack_keys: FxHashSet<u64>,
@@ -210,7 +211,7 @@ pub struct FileKeys {
 impl Default for FileKeys {
     fn default() -> FileKeys {
         FileKeys {
-            next_key: FIRST_NEW_KEY,
+            next_key: Some(FIRST_NEW_KEY),
             next_stack_key: FIRST_NEW_STACK_KEY,
             previous_stack_keys: FxHashSet::default(),
             symbols: FxHashMap::default(),
@@ -229,6 +230,9 @@ struct NewConstants<'m, 'k> {
     /// (class id, key) of the constants this chunk defines.
     defined: FxHashSet<(u64, u64)>,
     native_type: Option<u64>,
+    /// A fresh key was asked for with none left: the chunk cannot be written (found by the
+    /// fuzz target symbolize_pipeline: an input key of u64::MAX made the next one overflow).
+    exhausted: bool,
 }
 
 impl<'m, 'k> NewConstants<'m, 'k> {
@@ -240,7 +244,10 @@ impl<'m, 'k> NewConstants<'m, 'k> {
             .max()
             .copied()
             .unwrap_or(0);
-        keys.next_key = keys.next_key.max(input_max.saturating_add(1));
+        keys.next_key = keys
+            .next_key
+            .zip(input_max.checked_add(1))
+            .map(|(next, above)| next.max(above));
         NewConstants {
             md,
             pools,
@@ -248,12 +255,18 @@ impl<'m, 'k> NewConstants<'m, 'k> {
             entries: FxHashMap::default(),
             defined: FxHashSet::default(),
             native_type: None,
+            exhausted: false,
         }
     }
 
+    /// A key above every key of the input and every one given before; when none is left, the
+    /// chunk is refused ([`NewConstants::exhausted`]) and this key is not used.
     fn fresh_key(&mut self) -> u64 {
-        let k = self.keys.next_key;
-        self.keys.next_key += 1;
+        let Some(k) = self.keys.next_key else {
+            self.exhausted = true;
+            return u64::MAX;
+        };
+        self.keys.next_key = k.checked_add(1);
         k
     }
 
@@ -625,6 +638,14 @@ pub fn rewrite_chunk(
         append_record(&mut body, 1, &payload);
         last_checkpoint = Some(here);
     }
+    if constants.exhausted {
+        return Err(ReadError {
+            offset: chunk.offset,
+            what: "no constant key is left above the chunk's largest (2^64 - 1) for the \
+                   symbolized frames"
+                .into(),
+        });
+    }
     drop(constants);
     keys.previous_stack_keys = chunk
         .metadata
@@ -807,4 +828,38 @@ fn struct_of(class: &crate::jfr::metadata::Class, fields: &[(&str, Value)]) -> V
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::driver::run;
+    use crate::report::Filter;
+    use crate::{Options, Symbolizer};
+
+    /// Found by the fuzz target symbolize_pipeline (its input: a filter byte, then the file): a
+    /// chunk whose pools use the key 2^64 - 1 left no key above it for the new constants, and
+    /// the next one overflowed (a panic in debug builds, key 0 reused in release). Now the chunk
+    /// is refused as damaged; nothing of it is written.
+    #[test]
+    fn a_pool_key_of_u64_max_is_an_error_not_an_overflow() {
+        let input = include_bytes!("../../testdata/fuzz-regressions/pool-key-u64-max.bin");
+        let mut symbolizer = Symbolizer::new(Options {
+            debug_dirs: Vec::new(),
+            ..Options::default()
+        });
+        let filter = Filter::default();
+        let mut out = Vec::new();
+        let outcome = run(
+            &input[1..],
+            &mut symbolizer,
+            &filter,
+            Some(&mut out),
+            "test",
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let error = outcome.error.expect("the chunk is refused");
+        assert!(error.what.contains("no constant key is left"), "{error}");
+        assert_eq!(outcome.chunks, 0);
+    }
 }

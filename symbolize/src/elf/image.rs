@@ -115,7 +115,9 @@ impl ElfImage {
         self.segments.iter().find_map(|s| {
             let aligned = s.file_offset & !(PAGE - 1);
             let slack = s.file_offset - aligned;
-            let end = s.file_offset + s.file_size;
+            // Saturating: a damaged or hostile header's p_offset + p_filesz may not fit in a u64
+            // (found by the fuzz target elf_reader).
+            let end = s.file_offset.saturating_add(s.file_size);
             (aligned <= offset && offset < end)
                 .then(|| s.address.wrapping_sub(slack).wrapping_add(offset - aligned))
         })
@@ -141,4 +143,21 @@ impl ElfImage {
 /// Lower-case hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_elf::{elf, Load};
+    use super::*;
+
+    /// Found by the fuzz target elf_reader: a segment whose end is past 2^64 made the offset
+    /// lookup overflow (a panic in debug builds).
+    #[test]
+    fn a_segment_ending_past_the_address_space_is_no_panic() {
+        let bytes = elf(&[Load(0x1000, 0x1000, u64::MAX - 0x10)], &[]);
+        let image = ElfImage::from_bytes(Path::new("overflow.so"), bytes).unwrap();
+        assert_eq!(image.segments.len(), 1);
+        assert_eq!(image.address_of_file_offset(0x1010), Some(0x1010));
+        assert_eq!(image.address_of_file_offset(0x10), None);
+    }
 }

@@ -10,4 +10,6 @@ pub mod image;
 mod mapped;
 pub mod minidebuginfo;
 pub mod symbols;
+#[cfg(test)]
+mod test_elf;
 pub mod vdso;

@@ -96,7 +96,17 @@ pub fn decode_field(
         let n = c.count()?;
         let mut items = Vec::with_capacity(n);
         for _ in 0..n {
+            let before = c.pos();
             items.push(field_value(c, md, f.class_id, f.constant_pool, depth)?);
+            // `count` bounds arrays by the bytes left, which holds only if each element takes
+            // one: elements of a class without fields take none, and arrays of them nested in
+            // arrays would make values quadratic in the record's size.
+            if c.pos() == before {
+                return Err(c.error(format!(
+                    "field {}: an array of values that take no bytes",
+                    f.name
+                )));
+            }
         }
         Ok(Value::Array(items))
     } else {
@@ -118,5 +128,57 @@ fn field_value(
         })
     } else {
         decode_instance(c, md, class_id, depth + 1)
+    }
+}
+
+#[cfg(test)]
+mod zero_width_tests {
+    use super::*;
+    use crate::jfr::metadata::Element;
+
+    fn element(name: &str, attrs: &[(&str, &str)], children: Vec<Element>) -> Element {
+        Element {
+            name: name.into(),
+            attrs: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            children,
+        }
+    }
+
+    /// Classes `Empty` (100, no fields) and `Holder` (101: `Empty[] items`).
+    fn metadata() -> Metadata {
+        let field = element(
+            "field",
+            &[("name", "items"), ("class", "100"), ("dimension", "1")],
+            vec![],
+        );
+        let classes = vec![
+            element("class", &[("name", "Empty"), ("id", "100")], vec![]),
+            element("class", &[("name", "Holder"), ("id", "101")], vec![field]),
+        ];
+        let root = element("root", &[], vec![element("metadata", &[], classes)]);
+        Metadata::from_tree(0, 1, root).unwrap()
+    }
+
+    /// Elements that take no bytes are refused: the count's bound by the bytes left assumes
+    /// one byte each, and an array of 1,000 `Holder`s of up to 1,000 empty values each would
+    /// otherwise make a million values out of two kilobytes (found reading the reader for the
+    /// fuzz targets, not yet by a fuzzer).
+    #[test]
+    fn an_array_of_values_that_take_no_bytes_is_an_error() {
+        let md = metadata();
+        let mut payload = vec![100u8];
+        payload.extend_from_slice(&[0; 100]);
+        let mut c = Cursor::new(&payload, 0);
+        let e = decode_instance(&mut c, &md, 101, 0).unwrap_err();
+        assert!(e.what.contains("take no bytes"), "{e}");
+        // An empty array of them is still read.
+        let mut c = Cursor::new(&[0u8], 0);
+        assert_eq!(
+            decode_instance(&mut c, &md, 101, 0).unwrap(),
+            Value::Struct(vec![Value::Array(vec![])])
+        );
     }
 }

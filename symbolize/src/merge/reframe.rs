@@ -50,13 +50,15 @@ impl Retime {
     pub fn instant(&self, ticks: i64) -> i64 {
         let (f, t) = (self.from, self.to);
         let ns = 1_000_000_000i128;
-        // Both sides in units of 1 / (ns · from.tps · to.tps) s, exact integers.
-        let offset_ns_times_ftps = i128::from(f.start_nanos - t.start_nanos)
-            * i128::from(f.ticks_per_second)
-            + (i128::from(ticks) - i128::from(f.start_ticks)) * ns;
-        let num = offset_ns_times_ftps * i128::from(t.ticks_per_second);
+        // Both sides in units of 1 / (ns · from.tps · to.tps) s, exact integers for any real
+        // clock. Saturating: a damaged header's frequencies near 2^63 overflow even i128 (found
+        // by the fuzz target merge); the instant is then wrong, but that chunk's clock is too.
+        let offset_ns_times_ftps = (i128::from(f.start_nanos) - i128::from(t.start_nanos))
+            .saturating_mul(i128::from(f.ticks_per_second))
+            .saturating_add((i128::from(ticks) - i128::from(f.start_ticks)) * ns);
+        let num = offset_ns_times_ftps.saturating_mul(i128::from(t.ticks_per_second));
         let den = ns * i128::from(f.ticks_per_second);
-        let moved = i128::from(t.start_ticks) + div_round(num, den);
+        let moved = i128::from(t.start_ticks).saturating_add(div_round(num, den));
         moved.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
     }
 
@@ -70,10 +72,11 @@ impl Retime {
 
 fn div_round(num: i128, den: i128) -> i128 {
     let half = den / 2;
+    // Saturating: `num` may have saturated itself (see Retime::instant).
     if num >= 0 {
-        (num + half) / den
+        num.saturating_add(half) / den
     } else {
-        (num - half) / den
+        num.saturating_sub(half) / den
     }
 }
 
@@ -395,6 +398,30 @@ fn renumber(e: &mut Element, offset: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the fuzz target merge: tick frequencies near 2^63 (a damaged header) overflowed
+    /// i128 (a panic in debug builds); now the instant saturates, and real clocks are unchanged.
+    #[test]
+    fn absurd_tick_frequencies_do_not_overflow() {
+        let clock = |start_nanos, tps| TickClock {
+            start_nanos,
+            start_ticks: 0,
+            ticks_per_second: tps,
+        };
+        let r = Retime {
+            from: clock(i64::MIN, i64::MAX),
+            to: clock(i64::MAX, i64::MAX),
+        };
+        for ticks in [i64::MIN, -1, 0, 1, i64::MAX] {
+            let _ = r.instant(ticks);
+            let _ = r.span(ticks);
+        }
+        let real = Retime {
+            from: clock(1_000, 1_000_000_000),
+            to: clock(0, 1_000_000_000),
+        };
+        assert_eq!(real.instant(5), 1_005);
+    }
 
     #[test]
     fn microsecond_ticks_move_onto_a_nanosecond_clock_at_the_same_instant() {

@@ -89,34 +89,47 @@ impl Sender {
             .headers()
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(|s| Duration::from_secs(s).min(MAX_BACKOFF));
+            .map(str::to_owned);
         let text = response
             .body_mut()
             .with_config()
             .limit(64 * 1024)
             .read_to_vec()
             .unwrap_or_default();
-        match status {
-            200..=299 => Answer::Sent {
-                status,
-                partial: partial_success(&text),
-            },
-            429 | 500..=599 => Answer::Retry {
-                why: format!("HTTP {status}"),
-                after: retry_after,
-            },
-            _ => {
-                let first_line = String::from_utf8_lossy(&text)
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .chars()
-                    .take(200)
-                    .collect::<String>();
-                Answer::Rejected {
-                    why: format!("HTTP {status} {first_line}").trim_end().to_string(),
-                }
+        answer(status, retry_after.as_deref(), &text)
+    }
+}
+
+/// What a server's reply means: its HTTP status, its `Retry-After` header (as text, if it has
+/// one) and the first 64 KiB of its body. Everything here comes from the server, so no value
+/// may make it panic.
+///
+/// Public so that the fuzz target `otlp_endpoint` (tests/fuzz) can feed it arbitrary replies
+/// without a socket; [`Sender::post`] is its only caller in the tools.
+#[doc(hidden)]
+pub fn answer(status: u16, retry_after: Option<&str>, body: &[u8]) -> Answer {
+    let retry_after = retry_after
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(|s| Duration::from_secs(s).min(MAX_BACKOFF));
+    match status {
+        200..=299 => Answer::Sent {
+            status,
+            partial: partial_success(body),
+        },
+        429 | 500..=599 => Answer::Retry {
+            why: format!("HTTP {status}"),
+            after: retry_after,
+        },
+        _ => {
+            let first_line = String::from_utf8_lossy(body)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(200)
+                .collect::<String>();
+            Answer::Rejected {
+                why: format!("HTTP {status} {first_line}").trim_end().to_string(),
             }
         }
     }
@@ -204,6 +217,37 @@ mod tests {
         assert_eq!(b.wait(Some(Duration::from_secs(3))), Duration::from_secs(3));
         b.reset();
         assert!(b.wait(None) <= Duration::from_millis(500));
+    }
+
+    #[test]
+    fn replies_mean_what_the_exporter_specification_says() {
+        assert_eq!(
+            answer(503, Some(" 5 "), b""),
+            Answer::Retry {
+                why: "HTTP 503".into(),
+                after: Some(Duration::from_secs(5)),
+            }
+        );
+        // Past a u64 or past the bound: no server keeps us waiting longer than MAX_BACKOFF.
+        let after = |v| match answer(429, Some(v), b"") {
+            Answer::Retry { after, .. } => after,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(after("99999999999999999999"), None);
+        assert_eq!(after("3600"), Some(MAX_BACKOFF));
+        assert_eq!(
+            answer(400, None, b"bad request\nmore"),
+            Answer::Rejected {
+                why: "HTTP 400 bad request".into()
+            }
+        );
+        assert_eq!(
+            answer(204, None, b"\xff"),
+            Answer::Sent {
+                status: 204,
+                partial: None
+            }
+        );
     }
 
     #[test]
