@@ -237,17 +237,18 @@ struct NewConstants<'m, 'k> {
 
 impl<'m, 'k> NewConstants<'m, 'k> {
     fn new(md: &'m Metadata, pools: &'m Pools, keys: &'k mut FileKeys) -> NewConstants<'m, 'k> {
-        // Above the input's keys too, should a writer use this range.
+        // Above the input's keys too, should a writer use this range. A writer may use keys
+        // up to 2^64 - 1 (the JDK's own recordings do): then the keys stay where they are, and
+        // each fresh one skips the keys the input uses ([`NewConstants::fresh_key`]).
         let input_max = pools
             .values()
             .filter_map(|entries| entries.keys().max())
             .max()
             .copied()
             .unwrap_or(0);
-        keys.next_key = keys
-            .next_key
-            .zip(input_max.checked_add(1))
-            .map(|(next, above)| next.max(above));
+        if let Some(above) = input_max.checked_add(1) {
+            keys.next_key = keys.next_key.map(|next| next.max(above));
+        }
         NewConstants {
             md,
             pools,
@@ -259,15 +260,18 @@ impl<'m, 'k> NewConstants<'m, 'k> {
         }
     }
 
-    /// A key above every key of the input and every one given before; when none is left, the
-    /// chunk is refused ([`NewConstants::exhausted`]) and this key is not used.
+    /// A key that no pool of the input uses and that was not given before; when every key up
+    /// to 2^64 - 1 is taken, the chunk is refused ([`NewConstants::exhausted`]) and this key
+    /// is not used.
     fn fresh_key(&mut self) -> u64 {
-        let Some(k) = self.keys.next_key else {
-            self.exhausted = true;
-            return u64::MAX;
-        };
-        self.keys.next_key = k.checked_add(1);
-        k
+        while let Some(k) = self.keys.next_key {
+            self.keys.next_key = k.checked_add(1);
+            if !self.pools.values().any(|pool| pool.contains_key(&k)) {
+                return k;
+            }
+        }
+        self.exhausted = true;
+        u64::MAX
     }
 
     /// A key for a new stack trace ([`FIRST_NEW_STACK_KEY`]).
@@ -641,8 +645,8 @@ pub fn rewrite_chunk(
     if constants.exhausted {
         return Err(ReadError {
             offset: chunk.offset,
-            what: "no constant key is left above the chunk's largest (2^64 - 1) for the \
-                   symbolized frames"
+            what: "no constant key is left for the symbolized frames (every key up to \
+                   2^64 - 1 is taken)"
                 .into(),
         });
     }
@@ -838,10 +842,11 @@ mod tests {
 
     /// Found by the fuzz target symbolize_pipeline (its input: a filter byte, then the file): a
     /// chunk whose pools use the key 2^64 - 1 left no key above it for the new constants, and
-    /// the next one overflowed (a panic in debug builds, key 0 reused in release). Now the chunk
-    /// is refused as damaged; nothing of it is written.
+    /// the next one overflowed (a panic in debug builds, key 0 reused in release). Refusing such
+    /// a chunk was wrong too: the JDK's own recordings use that key (a merge with one failed).
+    /// Now the new constants take keys the input does not use, and the chunk is written.
     #[test]
-    fn a_pool_key_of_u64_max_is_an_error_not_an_overflow() {
+    fn a_pool_key_of_u64_max_is_no_overflow_and_no_refusal() {
         let input = include_bytes!("../../testdata/fuzz-regressions/pool-key-u64-max.bin");
         let mut symbolizer = Symbolizer::new(Options {
             debug_dirs: Vec::new(),
@@ -858,8 +863,10 @@ mod tests {
             &mut |_, _| {},
         )
         .unwrap();
-        let error = outcome.error.expect("the chunk is refused");
-        assert!(error.what.contains("no constant key is left"), "{error}");
-        assert_eq!(outcome.chunks, 0);
+        // The fuzzer's file goes on with bytes that are no chunk: that is its only damage.
+        let error = outcome.error.expect("the bytes after the first chunk");
+        assert!(error.what.contains("no FLR"), "{error}");
+        assert_eq!(outcome.chunks, 1);
+        assert!(!out.is_empty());
     }
 }
