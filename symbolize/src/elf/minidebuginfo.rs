@@ -108,6 +108,19 @@ mod tests {
         out
     }
 
+    /// Found by the fuzz target elf_reader: an xz footer whose backward size is 2^32 - 1 makes
+    /// lzma-rs 0.3.0 overflow (`backward_size + 1`, a panic where overflow is checked). It is
+    /// an error here, never a panic.
+    #[test]
+    fn a_footer_whose_backward_size_overflows_is_an_error() {
+        let mut bytes = xz(b"some symbols");
+        let n = bytes.len();
+        // The footer: CRC32, backward size, flags, "YZ".
+        assert_eq!(&bytes[n - 2..], b"YZ");
+        bytes[n - 8..n - 4].copy_from_slice(&[0xff; 4]);
+        assert!(decompress_xz(&bytes).is_err());
+    }
+
     #[test]
     fn round_trip() {
         let data: Vec<u8> = (0..100_000u32)

@@ -12,8 +12,18 @@ use symbolize::elf::dwarf::Dwarf;
 use symbolize::elf::image::ElfImage;
 use symbolize::elf::minidebuginfo::{decompress_xz, MiniDebugInfo};
 
+/// Whether `data` holds the word 0xffffffff, which lzma-rs 0.3.0 may take for an xz footer's
+/// backward size and add 1 to unchecked (`src/decode/xz.rs:52`). The product catches that
+/// panic (`decompress_xz` answers an error: its test
+/// `a_footer_whose_backward_size_overflows_is_an_error`), but libFuzzer's panic hook aborts
+/// before any catch; such inputs skip the xz decoder here, and everything else still runs.
+fn may_overflow_lzma_rs(data: &[u8]) -> bool {
+    data.windows(4).any(|w| w == [0xff; 4])
+}
+
 fuzz_target!(|data: &[u8]| {
-    if data.starts_with(b"\xfd7zXZ\0") {
+    let xz_safe = !may_overflow_lzma_rs(data);
+    if xz_safe && data.starts_with(b"\xfd7zXZ\0") {
         let _ = decompress_xz(data);
     }
     let Ok(image) = ElfImage::from_bytes(Path::new("fuzz.so"), data.to_vec()) else {
@@ -39,7 +49,12 @@ fuzz_target!(|data: &[u8]| {
         let _ = image.function_starts().containing(a);
     }
     addresses.truncate(64);
-    if let Ok(Some(mini)) = MiniDebugInfo::load(&image) {
+    let mini = if xz_safe {
+        MiniDebugInfo::load(&image)
+    } else {
+        Ok(None)
+    };
+    if let Ok(Some(mini)) = mini {
         let (table, names) = mini.symbols();
         for &a in &addresses {
             let _ = table.lookup(a, names);
