@@ -104,14 +104,7 @@ impl OutputMetadata {
 }
 
 fn element(name: &str, attrs: &[(&str, &str)], children: Vec<Element>) -> Element {
-    Element {
-        name: name.into(),
-        attrs: attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        children,
-    }
+    Element::new(name, attrs, children)
 }
 
 fn symbolization_class(id: u64, class_id: &dyn Fn(&str) -> Option<String>) -> Option<Element> {

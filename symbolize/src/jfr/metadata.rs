@@ -21,6 +21,18 @@ pub struct Element {
 }
 
 impl Element {
+    /// An element named `name` with `attrs` (in order) and `children`.
+    pub fn new(name: &str, attrs: &[(&str, &str)], children: Vec<Element>) -> Element {
+        Element {
+            name: name.into(),
+            attrs: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            children,
+        }
+    }
+
     /// The value of attribute `key`.
     pub fn attr(&self, key: &str) -> Option<&str> {
         self.attrs

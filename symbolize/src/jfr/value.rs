@@ -137,14 +137,7 @@ mod zero_width_tests {
     use crate::jfr::metadata::Element;
 
     fn element(name: &str, attrs: &[(&str, &str)], children: Vec<Element>) -> Element {
-        Element {
-            name: name.into(),
-            attrs: attrs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            children,
-        }
+        Element::new(name, attrs, children)
     }
 
     /// Classes `Empty` (100, no fields) and `Holder` (101: `Empty[] items`).
