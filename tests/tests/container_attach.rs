@@ -25,6 +25,7 @@ use tests::jdk::{missing, oracle_jdks, Jdk};
 use tests::otlp_endpoint::{FakeEndpoint, Plan};
 use tests::readers::{chunk_files, run};
 use tests::sandbox::Sandbox;
+use tests::stress::jfr_summary;
 use tests::workload::{jfrnative_demo, tool_binary, workload_dir};
 
 /// The demo's threads that burn CPU.
@@ -114,11 +115,18 @@ fn sandboxed_demo(
 }
 
 fn attach(pid: u32, seconds: u32, output: &Path) -> Output {
+    attach_with(pid, seconds, &[], output)
+}
+
+/// [`attach`] with more of `jfrnative attach`'s flags.
+fn attach_with(pid: u32, seconds: u32, flags: &[&str], output: &Path) -> Output {
     Command::new(tool_binary("jfrnative"))
         .env_remove("DEBUGINFOD_URLS")
         .arg("attach")
         .arg(pid.to_string())
-        .args(["-d", &format!("{seconds}s"), "-o"])
+        .args(["-d", &format!("{seconds}s")])
+        .args(flags)
+        .arg("-o")
         .arg(output)
         .output()
         .unwrap()
@@ -213,13 +221,22 @@ fn assert_recording(jdk: &Jdk, out: &Output, recording: &Path) {
     }
 }
 
-/// Nothing of jfrnative's in the JVM's /tmp: only what the JVM keeps itself (its attach socket
-/// and its perf data).
+/// Whether `name` in a JVM's /tmp is its Flight Recorder's repository
+/// (`YYYY_MM_DD_HH_MM_SS_PID`), which the JVM keeps until it exits.
+fn is_jfr_repository(name: &str) -> bool {
+    name.len() > 20
+        && name.starts_with("20")
+        && name.bytes().all(|b| b.is_ascii_digit() || b == b'_')
+}
+
+/// Nothing of jfrnative's in the JVM's /tmp: only what the JVM keeps itself (its attach socket,
+/// its perf data, and its own Flight Recorder's repository once `--jdk-events` started it).
 fn assert_tmp_clean(sandbox: &Sandbox) {
     let left: Vec<String> = sandbox
         .tmp_entries()
         .into_iter()
         .filter(|n| !n.starts_with(".java_pid") && !n.starts_with("hsperfdata_"))
+        .filter(|n| !is_jfr_repository(n))
         .collect();
     assert!(left.is_empty(), "left in the JVM's /tmp: {left:?}");
 }
@@ -468,43 +485,15 @@ fn attach_into_a_container_with_the_jdks_own_events() {
         return;
     };
     let recording = work.join("events.jfr");
-    let out = Command::new(tool_binary("jfrnative"))
-        .env_remove("DEBUGINFOD_URLS")
-        .arg("attach")
-        .arg(sandbox.pid.to_string())
-        .args(["-d", "4s", "--jdk-events=default", "-o"])
-        .arg(&recording)
-        .output()
-        .unwrap();
+    let out = attach_with(sandbox.pid, 4, &["--jdk-events=default"], &recording);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    // Nothing of ours is left; the JVM's own Flight Recorder keeps its repository
-    // (`YYYY_MM_DD_HH_MM_SS_PID`) in its /tmp until it exits.
-    let left: Vec<String> = sandbox
-        .tmp_entries()
-        .into_iter()
-        .filter(|n| !n.starts_with(".java_pid") && !n.starts_with("hsperfdata_"))
-        .filter(|n| {
-            !(n.len() > 20
-                && n.starts_with("20")
-                && n.bytes().all(|b| b.is_ascii_digit() || b == b'_'))
-        })
-        .collect();
-    assert!(left.is_empty(), "left in the JVM's /tmp: {left:?}");
+    assert_tmp_clean(&sandbox);
     drop(sandbox);
-    let summary = run(Command::new(jdk.tool("jfr")).arg("summary").arg(&recording))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let count = |name: &str| -> u64 {
-        summary
-            .lines()
-            .find_map(|l| {
-                let mut f = l.split_whitespace();
-                (f.next() == Some(name)).then(|| f.next()?.parse().ok())?
-            })
-            .unwrap_or(0)
-    };
-    assert!(count("jdk.CPUTimeSample") > 100, "{summary}");
+    let summary = jfr_summary(&jdk, &recording).unwrap_or_else(|e| panic!("{e}"));
+    let count = |name: &str| summary.get(name).copied().unwrap_or(0);
+    assert!(count("jdk.CPUTimeSample") > 100, "{summary:?}");
     // The JDK's periodic events of those 4 s (jdk.CPULoad: every second).
-    assert!(count("jdk.CPULoad") >= 2, "{summary}");
+    assert!(count("jdk.CPULoad") >= 2, "{summary:?}");
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -19,7 +19,7 @@
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use nix::fcntl::OFlag;
@@ -148,10 +148,9 @@ pub fn check_target(pid: u32, timeout: Duration) -> Result<(), AttachError> {
 fn find_socket(
     root: &JvmRoot,
     target: &crate::stage::Target,
-    ns_pid: u32,
+    path: &Path,
 ) -> Result<Option<OwnedFd>, AttachError> {
-    let path = PathBuf::from(format!("/tmp/.java_pid{ns_pid}"));
-    let fd = match root.resolve(&path, OFlag::O_PATH | OFlag::O_NOFOLLOW) {
+    let fd = match root.resolve(path, OFlag::O_PATH | OFlag::O_NOFOLLOW) {
         Ok(fd) => fd,
         Err(nix::errno::Errno::ENOENT) => return Ok(None),
         Err(e) => {
@@ -226,15 +225,17 @@ fn place_trigger(
     ))
 }
 
-/// Makes the JVM open its attach socket; returns an `O_PATH` descriptor of it.
+/// Makes the JVM (`ns_pid` in its own PID namespace) open its attach socket `socket`; returns
+/// an `O_PATH` descriptor of it.
 fn wake_listener(
     root: &JvmRoot,
     target: &crate::stage::Target,
+    ns_pid: u32,
+    socket: &Path,
     timeout: Duration,
 ) -> Result<OwnedFd, AttachError> {
     let pid = target.pid;
-    let ns_pid = namespace_pid(pid);
-    if let Some(socket) = find_socket(root, target, ns_pid)? {
+    if let Some(socket) = find_socket(root, target, socket)? {
         return Ok(socket);
     }
     let name = format!(".attach_pid{ns_pid}");
@@ -279,7 +280,7 @@ fn wake_listener(
             sent_at = Some(Instant::now());
         }
         std::thread::sleep(START_POLL);
-        match find_socket(root, target, ns_pid) {
+        match find_socket(root, target, socket) {
             Ok(Some(socket)) => {
                 ready = Some(socket);
                 break;
@@ -398,20 +399,25 @@ pub fn refusal(pid: u32, library: &Path, reply: &LoadReply) -> String {
 /// The most characters of the JVM's words quoted in a message.
 const SAID_CHARS: usize = 400;
 
-/// What the JVM said, as the end of a message: `: "WORDS"`, quoted (control characters
-/// escaped) and cut, or nothing when it said nothing. The words come from the other side of a
-/// socket: they are shown, never acted on.
-fn said(words: &str) -> String {
-    if words.is_empty() {
-        return String::new();
-    }
+/// Words from the other side of a socket as they may be shown: quoted (control characters
+/// escaped) and cut at [`SAID_CHARS`] characters. They are shown, never acted on.
+pub fn quoted(words: &str) -> String {
     let cut: String = words.chars().take(SAID_CHARS).collect();
     let more = if cut.len() < words.len() {
         " (cut)"
     } else {
         ""
     };
-    format!(": {cut:?}{more}")
+    format!("{cut:?}{more}")
+}
+
+/// What the JVM said, as the end of a message: `: "WORDS"` ([`quoted`]), or nothing when it
+/// said nothing.
+fn said(words: &str) -> String {
+    if words.is_empty() {
+        return String::new();
+    }
+    format!(": {}", quoted(words))
 }
 
 /// The most bytes of a reply read: HotSpot's replies to `load` and to the few diagnostic
@@ -452,15 +458,18 @@ fn exchange(
     stream
         .write_all(message)
         .map_err(|e| AttachError(format!("sending the request to the JVM: {e}")))?;
+    let late = || {
+        fail(format!(
+            "the JVM did not finish its reply within {} s",
+            timeout.as_secs()
+        ))
+    };
     let mut reply = Vec::new();
     let mut buffer = [0u8; 8192];
     loop {
         let left = timeout.saturating_sub(started.elapsed());
         if left.is_zero() {
-            return fail(format!(
-                "the JVM did not finish its reply within {} s",
-                timeout.as_secs()
-            ));
+            return late();
         }
         let _ = stream.set_read_timeout(Some(left));
         match stream.read(&mut buffer) {
@@ -473,10 +482,7 @@ fn exchange(
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
-                return fail(format!(
-                    "the JVM did not finish its reply within {} s",
-                    timeout.as_secs()
-                ))
+                return late()
             }
             Err(e) => return fail(format!("reading the JVM's reply: {e}")),
         }
@@ -495,9 +501,10 @@ fn request(pid: u32, parts: &[&str], timeout: Duration) -> Result<String, Attach
     check_target(pid, timeout)?;
     let target = crate::stage::Target::of(pid).map_err(AttachError)?;
     let root = JvmRoot::open(pid).map_err(AttachError)?;
-    let socket = wake_listener(&root, &target, timeout)?;
+    let ns_pid = namespace_pid(pid);
+    let path = format!("/tmp/.java_pid{ns_pid}");
+    let socket = wake_listener(&root, &target, ns_pid, Path::new(&path), timeout)?;
     // connect() takes a path: the descriptor's own, which names that socket and nothing else.
-    let path = format!("/tmp/.java_pid{}", namespace_pid(pid));
     let mut stream = UnixStream::connect(JvmRoot::fd_path(socket.as_fd())).map_err(|e| {
         AttachError(format!(
             "cannot connect to the JVM's attach socket {path}: {e}"

@@ -91,11 +91,7 @@ pub fn keep_libraries(target: &Target, paths: &[String], root: &Path, bound: u64
         let done = to
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::File::create(&to))
-            .and_then(|mut out| {
-                use std::io::Read;
-                std::io::copy(&mut file.take(len), &mut out)
-            });
+            .and_then(|()| crate::mirror::copy_atomically(file, len, &to));
         if done.is_ok() {
             kept.files += 1;
             kept.bytes += len;

@@ -160,9 +160,9 @@ impl Mirror {
     }
 }
 
-/// Copies `len` bytes of `from` to `to` through a temporary file beside `to`, so that `to` is
-/// never half written.
-fn copy_atomically(from: std::fs::File, len: u64, to: &Path) -> std::io::Result<()> {
+/// Copies `len` bytes of `from` (a file opened in a stage) to `to` through a temporary file
+/// beside `to`, so that `to` is never half written.
+pub fn copy_atomically(from: std::fs::File, len: u64, to: &Path) -> std::io::Result<()> {
     use std::io::Read;
     let partial = part_of(to);
     let mut out = std::fs::File::create(&partial)?;

@@ -147,11 +147,6 @@ impl Stage {
         Ok(stage)
     }
 
-    /// The JVM this stage is for.
-    pub fn target(&self) -> &Target {
-        &self.target
-    }
-
     /// `name` in the stage, as the JVM sees it.
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir_path.join(name)
@@ -201,12 +196,8 @@ impl Stage {
 
     /// The whole of the file `name` of the stage, as [`Stage::open`] allows it.
     pub fn read(&self, name: &str, max_bytes: u64) -> Result<Vec<u8>, Refused> {
-        let (file, len) = self.open(None, OsStr::new(name), max_bytes)?;
-        let mut bytes = Vec::with_capacity(len as usize);
-        file.take(max_bytes)
-            .read_to_end(&mut bytes)
-            .map_err(|e| Refused::Io(e.to_string()))?;
-        Ok(bytes)
+        let _as = self.target.as_user().map_err(Refused::Io)?;
+        self.dir.read(OsStr::new(name), max_bytes)
     }
 
     /// The names in the stage's directory `sub` (`None`: when it is not a directory of the

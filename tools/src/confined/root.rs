@@ -25,7 +25,6 @@ pub fn owned(fd: std::os::fd::RawFd) -> OwnedFd {
 #[derive(Debug)]
 pub struct JvmRoot {
     fd: OwnedFd,
-    pid: u32,
 }
 
 /// `path` without its leading `/`, refused when it is empty, relative, or holds a NUL.
@@ -54,7 +53,7 @@ impl JvmRoot {
             Mode::empty(),
         )
         .map_err(|e| format!("cannot open the root directory of process {pid} ({at}): {e}"))?;
-        let root = JvmRoot { fd: owned(fd), pid };
+        let root = JvmRoot { fd: owned(fd) };
         match root.resolve(Path::new("/"), OFlag::O_PATH | OFlag::O_DIRECTORY) {
             Ok(_) => Ok(root),
             Err(nix::errno::Errno::ENOSYS) => Err(format!(
@@ -65,11 +64,6 @@ impl JvmRoot {
                 "cannot resolve paths in the root of process {pid}: {e}"
             )),
         }
-    }
-
-    /// The process whose root this is.
-    pub fn pid(&self) -> u32 {
-        self.pid
     }
 
     /// Opens `path` (absolute, as the JVM sees it) with `flags`, resolved inside this root;
@@ -128,10 +122,7 @@ mod tests {
         std::os::unix::fs::symlink("/inside", root_dir.join("tmp/to-inside")).unwrap();
         let fd =
             nix::fcntl::open(&root_dir, OFlag::O_PATH | OFlag::O_DIRECTORY, Mode::empty()).unwrap();
-        let root = JvmRoot {
-            fd: owned(fd),
-            pid: std::process::id(),
-        };
+        let root = JvmRoot { fd: owned(fd) };
         let read = |p: &str| -> Result<String, nix::errno::Errno> {
             let fd = root.resolve(Path::new(p), OFlag::O_RDONLY)?;
             Ok(std::io::read_to_string(std::fs::File::from(fd)).unwrap())

@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicI32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tools::mirror::{Mirror, RECORDING_BYTES};
+use tools::mirror::{copy_atomically, Mirror, RECORDING_BYTES};
 use tools::session::{self, Session};
 use tools::stage::{self, Stage};
 use tools::upload::continuous::Continuous;
@@ -242,9 +242,9 @@ fn stop(
         .map_err(|e| format!("stopping the recording: {e}"))?;
     if reply.agent_code != 0 {
         return Err(format!(
-            "the agent in JVM {} did not stop ({:?})",
+            "the agent in JVM {} did not stop ({})",
             a.pid,
-            reply.text.trim().chars().take(400).collect::<String>()
+            attach::quoted(reply.text.trim())
         ));
     }
     Ok(())
@@ -299,8 +299,8 @@ impl JdkRecording {
             attach::jcmd(pid, &command, timeout).map_err(|e| format!("--jdk-events: {e}"))?;
         if !said.contains("Started recording") {
             return Err(format!(
-                "--jdk-events: the JVM did not start its recording: {:?}",
-                said.trim().chars().take(400).collect::<String>()
+                "--jdk-events: the JVM did not start its recording: {}",
+                attach::quoted(said.trim())
             ));
         }
         eprintln!("jfrnative: JVM {pid} records its own events too (JFR recording {name})");
@@ -326,12 +326,9 @@ impl JdkRecording {
             .open(None, STAGED_JDK_RECORDING.as_ref(), RECORDING_BYTES)
             .map_err(|e| e.to_string())
             .and_then(|(file, len)| {
-                use std::io::Read;
-                let mut out =
-                    std::fs::File::create(&self.destination).map_err(|e| e.to_string())?;
-                std::io::copy(&mut file.take(len), &mut out).map_err(|e| e.to_string())
+                copy_atomically(file, len, &self.destination).map_err(|e| e.to_string())
             });
-        copied.map(drop).map_err(|e| {
+        copied.map_err(|e| {
             format!(
                 "copying the JVM's recording {} to {}: {e}",
                 self.written.display(),
