@@ -594,13 +594,7 @@ fn an_attach_socket_served_by_another_process_is_refused() {
     wait_for_thread(sandbox.pid, "h-native");
     // The JVM's socket would be /tmp/.java_pidN, N its pid in its namespace. Made before the
     // JVM opens its own, by another process, answering a fake success to anything.
-    let status = std::fs::read_to_string(format!("/proc/{}/status", sandbox.pid)).unwrap();
-    let ns_pid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("NSpid:"))
-        .and_then(|l| l.split_whitespace().last())
-        .unwrap()
-        .to_string();
+    let ns_pid = namespace_pid(sandbox.pid);
     let name = format!("/tmp/.java_pid{ns_pid}");
     let socket = PathBuf::from(format!("/proc/{}/root{name}", sandbox.pid));
     let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
@@ -638,5 +632,41 @@ fn an_attach_socket_served_by_another_process_is_refused() {
         "a request reached the fake socket"
     );
     eprintln!("refused in {took:.1?}");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The JVM's pid in its own PID namespace (the last `NSpid` value).
+fn namespace_pid(pid: u32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .and_then(|l| l.split_whitespace().last())
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_link_planted_at_the_attach_trigger_is_never_written() {
+    // The container's root plants `.attach_pidN` as an absolute link to a host file, in the
+    // JVM's working directory and in its /tmp, before anything attached to it.
+    let work = work_dir("trigger-link");
+    let sandbox = sandboxed_burner(&work, "0:0", "rw");
+    wait_for_thread(sandbox.pid, "h-native");
+    let victim = Victim::plant("trigger", "secret");
+    let name = format!(".attach_pid{}", namespace_pid(sandbox.pid));
+    let planted: Vec<PathBuf> = ["cwd", "root/tmp"]
+        .iter()
+        .map(|d| PathBuf::from(format!("/proc/{}/{d}/{name}", sandbox.pid)))
+        .collect();
+    for link in &planted {
+        std::os::unix::fs::symlink(&victim.file, link).unwrap();
+    }
+    let out = work.join("trigger.jfr");
+    let result = attach(sandbox.pid, 2, out.to_str().unwrap());
+    drop(sandbox);
+    victim.assert_intact("trigger");
+    victim.assert_not_in("trigger", &outputs_of(&out));
+    assert_worked_or_named("trigger", &result, &name);
     let _ = std::fs::remove_dir_all(&work);
 }

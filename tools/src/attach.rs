@@ -195,13 +195,20 @@ fn make_trigger(dir: &OwnedFd, name: &str) -> std::io::Result<bool> {
     }
 }
 
-/// The attach trigger made in the JVM's working directory, else its `/tmp`: the directory and
-/// the name to remove after, if this made it.
+/// The attach trigger, as [`place_trigger`] left it.
+enum Trigger {
+    /// Made here, in this directory (to be removed after).
+    Made(OwnedFd),
+    /// Found there already (in the JVM's working directory or its `/tmp`), and left alone.
+    Found(&'static str),
+}
+
+/// The attach trigger made in the JVM's working directory, else its `/tmp`.
 fn place_trigger(
     root: &JvmRoot,
     target: &crate::stage::Target,
     name: &str,
-) -> Result<Option<OwnedFd>, AttachError> {
+) -> Result<Trigger, AttachError> {
     let pid = target.pid;
     // The working directory, as the magic link the kernel keeps (opened as root, before acting
     // as the JVM's user); the trigger's name in it is never followed.
@@ -213,10 +220,11 @@ fn place_trigger(
     .map(crate::confined::root::owned);
     let tmp = root.resolve(Path::new("/tmp"), OFlag::O_PATH | OFlag::O_DIRECTORY);
     let _as = target.as_user().map_err(AttachError)?;
-    for dir in [cwd.ok(), tmp.ok()].into_iter().flatten() {
+    let dirs = [(cwd.ok(), "working directory"), (tmp.ok(), "/tmp")];
+    for (dir, place) in dirs.into_iter().filter_map(|(d, p)| Some((d?, p))) {
         match make_trigger(&dir, name) {
-            Ok(true) => return Ok(Some(dir)),
-            Ok(false) => return Ok(None),
+            Ok(true) => return Ok(Trigger::Made(dir)),
+            Ok(false) => return Ok(Trigger::Found(place)),
             Err(_) => continue,
         }
     }
@@ -241,7 +249,7 @@ fn wake_listener(
     let name = format!(".attach_pid{ns_pid}");
     let trigger = place_trigger(root, target, &name)?;
     let remove_trigger = || {
-        if let Some(dir) = &trigger {
+        if let Trigger::Made(dir) = &trigger {
             if let Ok(_as) = target.as_user() {
                 let _ = nix::unistd::unlinkat(
                     Some(dir.as_raw_fd()),
@@ -297,9 +305,16 @@ fn wake_listener(
         return fail(format!("cannot signal process {pid}"));
     }
     ready.ok_or_else(|| {
+        let found = match trigger {
+            Trigger::Found(place) => format!(
+                "; the attach trigger {name} was in its {place} already, not made by jfrnative, \
+                 and was left alone (something else may have put it there)"
+            ),
+            Trigger::Made(_) => String::new(),
+        };
         AttachError(format!(
             "the JVM {pid} did not open its attach socket within {} s: it may have been \
-             started with -XX:+DisableAttachMechanism, or be too busy or still starting",
+             started with -XX:+DisableAttachMechanism, or be too busy or still starting{found}",
             timeout.as_secs()
         ))
     })
