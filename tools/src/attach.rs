@@ -415,7 +415,7 @@ pub fn refusal(pid: u32, library: &Path, reply: &LoadReply) -> String {
 const SAID_CHARS: usize = 400;
 
 /// Words from the other side of a socket as they may be shown: quoted (control characters
-/// escaped) and cut at [`SAID_CHARS`] characters. They are shown, never acted on.
+/// escaped) and cut at 400 characters (`SAID_CHARS`). They are shown, never acted on.
 pub fn quoted(words: &str) -> String {
     let cut: String = words.chars().take(SAID_CHARS).collect();
     let more = if cut.len() < words.len() {
