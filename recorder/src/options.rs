@@ -62,9 +62,18 @@ pub struct Options {
     /// A file the writer keeps current with the recording's state and counters (for the
     /// `jfrnative` CLI's status line), `%p` and `%t` expanded.
     pub status: Option<String>,
+    /// Where copies of the libraries that may not outlive the JVM are kept (`keep_libs=`;
+    /// `None`: `keep_libs=off`): `FILE.libs` by default, laid out as a root the recorded paths
+    /// are found under (`jfr-symbolize --sysroot`).
+    pub keep_libs: Option<String>,
+    /// At most this many bytes of kept libraries (`keep_libs_max=`).
+    pub keep_libs_max_bytes: u64,
     /// The options as given, for `jdk.ActiveSetting` events.
     pub given: Vec<(String, String)>,
 }
+
+/// The default bound of the kept libraries.
+pub const DEFAULT_KEEP_LIBS_MAX_BYTES: u64 = 256 << 20;
 
 /// How the `nativeStackTrace` field is written (`nstack=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -271,6 +280,7 @@ struct Parsing<'a> {
     file: Option<String>,
     max_size: Option<u64>,
     max_age: Option<u64>,
+    keep_libs: Option<String>,
     pid: u32,
     timestamp: &'a str,
 }
@@ -421,6 +431,25 @@ const OPTIONS: &[Spec] = &[
         },
     },
     Spec {
+        name: "keep_libs",
+        apply: |p, value| {
+            if value.is_empty() {
+                return Err("needs a directory, or off".into());
+            }
+            p.keep_libs = Some(expand_file(value, p.pid, p.timestamp));
+            Ok(())
+        },
+    },
+    Spec {
+        name: "keep_libs_max",
+        apply: |p, value| {
+            p.o.keep_libs_max_bytes = parse_size_bytes(value).ok_or_else(|| {
+                format!("'{value}' is not a size (e.g. 256mb, 1gb; keep_libs=off keeps none)")
+            })?;
+            Ok(())
+        },
+    },
+    Spec {
         name: "status",
         apply: |p, value| {
             if value.is_empty() {
@@ -457,6 +486,8 @@ fn defaults() -> Options {
             size_bytes: 0,
         },
         status: None,
+        keep_libs: None,
+        keep_libs_max_bytes: DEFAULT_KEEP_LIBS_MAX_BYTES,
         given: Vec::new(),
     }
 }
@@ -477,6 +508,7 @@ pub fn parse(options: &str, pid: u32, timestamp: &str) -> Result<Options, Option
         file: None,
         max_size: None,
         max_age: None,
+        keep_libs: None,
         pid,
         timestamp,
     };
@@ -508,6 +540,7 @@ fn finish(p: Parsing<'_>) -> Result<Options, OptionError> {
         file,
         max_size,
         max_age,
+        keep_libs,
         ..
     } = p;
     o.file = file.ok_or_else(|| {
@@ -516,6 +549,11 @@ fn finish(p: Parsing<'_>) -> Result<Options, OptionError> {
             "is required, e.g. file=out.jfr (%p = pid, %t = timestamp)",
         )
     })?;
+    o.keep_libs = match keep_libs.as_deref() {
+        Some("off") => None,
+        Some(dir) => Some(dir.to_string()),
+        None => Some(format!("{}.libs", o.file.trim_end_matches('/'))),
+    };
     let directory = o.file.ends_with('/') || std::path::Path::new(&o.file).is_dir();
     if directory {
         o.repository = Some(RepositoryOptions {
@@ -570,6 +608,28 @@ mod tests {
 
     fn p(s: &str) -> Result<Options, OptionError> {
         parse(s, 42, "20260101-000000")
+    }
+
+    #[test]
+    fn kept_libraries_go_beside_the_recording_unless_told() {
+        assert_eq!(
+            p("file=/r/a.jfr").unwrap().keep_libs.as_deref(),
+            Some("/r/a.jfr.libs")
+        );
+        assert_eq!(
+            p("file=/r/d/").unwrap().keep_libs.as_deref(),
+            Some("/r/d.libs")
+        );
+        let o = p("file=a.jfr,keep_libs=/k/%p,keep_libs_max=1gb").unwrap();
+        assert_eq!(
+            (o.keep_libs.as_deref(), o.keep_libs_max_bytes),
+            (Some("/k/42"), 1 << 30)
+        );
+        assert_eq!(p("file=a.jfr,keep_libs=off").unwrap().keep_libs, None);
+        let e = p("file=a.jfr,keep_libs_max=lots").unwrap_err().to_string();
+        assert!(e.contains("keep_libs_max"), "{e}");
+        let e = p("file=a.jfr,keep_libs=").unwrap_err().to_string();
+        assert!(e.contains("keep_libs"), "{e}");
     }
 
     #[test]

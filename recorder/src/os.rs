@@ -232,3 +232,36 @@ pub fn loaded_objects_generation() -> u64 {
 pub fn thread_exists(tid: i32) -> bool {
     std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
 }
+
+/// Copies `buf.len()` bytes of this process's memory at `address` into `buf` with
+/// `process_vm_readv`: an address that is not mapped readable (a library unloaded meanwhile)
+/// is an error, never a fault. Not for the signal handler (it is a system call that may take
+/// the mm's lock).
+pub fn read_own_memory(address: u64, buf: &mut [u8]) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < buf.len() {
+        let rest = &mut buf[done..];
+        let local = libc::iovec {
+            iov_base: rest.as_mut_ptr().cast(),
+            iov_len: rest.len(),
+        };
+        let remote = libc::iovec {
+            iov_base: (address.wrapping_add(done as u64)) as *mut c_void,
+            iov_len: rest.len(),
+        };
+        // SAFETY: `local` describes `rest`, writable for its length; the remote range is only
+        // read by the kernel, which checks it against this process's mappings.
+        let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        match n {
+            n if n > 0 => done += n as usize,
+            0 => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -2,7 +2,7 @@
 //! write its symbolized copy, one chunk at a time.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::jfr::{chunks, ReadError};
 use crate::profile::read_chunk;
@@ -50,6 +50,27 @@ pub fn input_files(inputs: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
         files.extend(found);
     }
     Ok(files)
+}
+
+/// The directories of libraries the agent kept beside `inputs` (`FILE.libs` for a recording
+/// `FILE`, `DIR.libs` for a directory of chunks `DIR/`), those that exist.
+pub fn kept_library_roots(inputs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = inputs
+        .iter()
+        .map(|input| kept_library_root(input))
+        .filter(|root| root.is_dir())
+        .collect();
+    roots.dedup();
+    roots
+}
+
+/// Where the agent keeps the libraries of the recording `input` (a file, or a directory of
+/// chunks): `input` without trailing `/`, and `.libs`.
+pub fn kept_library_root(input: &Path) -> PathBuf {
+    let text = input.to_string_lossy();
+    let trimmed = text.trim_end_matches('/');
+    let base = if trimmed.is_empty() { "/" } else { trimmed };
+    PathBuf::from(format!("{base}.libs"))
 }
 
 /// A pass over one or more files (the chunks of a directory recording, or several recordings):

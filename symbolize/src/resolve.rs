@@ -44,6 +44,11 @@ pub struct Options {
     /// only when the recording has a build-id that matches it: a host file of the same name is
     /// never taken for the container's on trust.
     pub sysroots: Vec<PathBuf>,
+    /// Directories of libraries kept while the JVM ran (the agent's `FILE.libs`, see
+    /// [`crate::driver::kept_library_roots`]): a library's recorded path is looked for under
+    /// them first. They are the files that were mapped, taken before they could vanish; unlike
+    /// [`Options::sysroots`], they leave the recorded paths themselves usable.
+    pub kept_roots: Vec<PathBuf>,
     /// Read DWARF for inline chains and lines.
     pub dwarf: bool,
     /// debuginfod servers asked for the debug file of a library without DWARF when none was
@@ -59,6 +64,7 @@ impl Default for Options {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             search_dirs: Vec::new(),
             sysroots: Vec::new(),
+            kept_roots: Vec::new(),
             dwarf: true,
             debuginfod: None,
         }
@@ -102,6 +108,30 @@ pub struct Problem {
     pub library: String,
     /// What went wrong.
     pub reason: String,
+}
+
+/// Where a library was read from ([`Symbolizer::sources`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// The library as the recording names it.
+    pub library: String,
+    /// The file read for it.
+    pub read: PathBuf,
+    /// Whether that file was rebuilt from the JVM's memory (dynamic symbols and call-frame
+    /// information only).
+    pub rebuilt: bool,
+}
+
+impl Source {
+    /// One line saying where the library came from.
+    pub fn describe(&self) -> String {
+        let how = if self.rebuilt {
+            " (rebuilt from the JVM's memory after its file was deleted: exported symbols only)"
+        } else {
+            ""
+        };
+        format!("{}: read from {}{how}", self.library, self.read.display())
+    }
 }
 
 struct Loaded {
@@ -192,6 +222,26 @@ impl Symbolizer {
     /// Libraries whose frames could not all be named, once each.
     pub fn problems(&self) -> &[Problem] {
         &self.problems
+    }
+
+    /// The libraries read from elsewhere than their recorded path (a kept copy, a root, a
+    /// search directory), sorted: each as it was recorded, with the file read.
+    pub fn sources(&self) -> Vec<Source> {
+        let mut sources: Vec<Source> = self
+            .by_identity
+            .iter()
+            .filter_map(|((path, _), &id)| {
+                let file = self.loaded.get(id)?.file.as_ref()?;
+                let recorded = path.strip_suffix(" (deleted)").unwrap_or(path);
+                (file.path != Path::new(recorded)).then(|| Source {
+                    library: path.clone(),
+                    read: file.path.clone(),
+                    rebuilt: file.rebuilt,
+                })
+            })
+            .collect();
+        sources.sort_by(|a, b| (&a.library, &a.read).cmp(&(&b.library, &b.read)));
+        sources
     }
 
     /// What the resolver did so far.
@@ -396,7 +446,13 @@ fn kernel_image(path: &str, expected: Option<&[u8]>) -> Result<ElfImage, String>
 /// Opens a library and its debug file; the second value says what is missing or damaged, one
 /// line each.
 fn open_library(library: &LibraryRef, options: &Options) -> (Loaded, Vec<String>) {
-    let recorded = Path::new(&library.path);
+    // The kernel's mark on a file deleted after it was mapped: the file's path is before it.
+    let recorded = Path::new(
+        library
+            .path
+            .strip_suffix(" (deleted)")
+            .unwrap_or(&library.path),
+    );
     let short: Arc<str> = Arc::from(
         recorded
             .file_name()
@@ -426,6 +482,7 @@ fn open_library(library: &LibraryRef, options: &Options) -> (Loaded, Vec<String>
         .map(|d| d.join(&*short))
         .collect();
     let relative = recorded.strip_prefix("/").unwrap_or(recorded);
+    candidates.extend(options.kept_roots.iter().map(|root| root.join(relative)));
     candidates.extend(options.sysroots.iter().map(|root| root.join(relative)));
     if options.sysroots.is_empty() || expected.is_some() {
         candidates.push(recorded.to_path_buf());

@@ -497,3 +497,95 @@ fn attach_into_a_container_with_the_jdks_own_events() {
     assert!(count("jdk.CPULoad") >= 2, "{summary:?}");
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// The JNI library of `testdata/deleted_lib` (built without frame pointers) and its class,
+/// built for `jdk` into `dir`.
+fn gone_build(jdk: &Jdk, dir: &Path) -> PathBuf {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/deleted_lib");
+    let build = dir.join("gone");
+    std::fs::create_dir_all(&build).unwrap();
+    let include = jdk.home.join("include");
+    run(Command::new("gcc")
+        .args(["-O2", "-fomit-frame-pointer", "-shared", "-fPIC"])
+        .arg(format!("-I{}", include.display()))
+        .arg(format!("-I{}", include.join("linux").display()))
+        .arg("-o")
+        .arg(build.join("libgone.so"))
+        .arg(src.join("gone.c")))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let javac = tests::jdk::javac_for(jdk).expect("a javac");
+    run(Command::new(javac)
+        .args(["--release", "11", "-d"])
+        .arg(&build)
+        .arg(src.join("Gone.java")))
+    .unwrap_or_else(|e| panic!("{e}"));
+    build
+}
+
+/// A library unpacked into the container's `/tmp`, loaded and deleted at once (as Netty's
+/// loader does), in a JVM of another user: the agent rebuilds it from memory in the stage, and
+/// `jfrnative attach` copies it out, so that its functions are named and its frames unwound
+/// (whole Java stacks) after the JVM and its `/tmp` are gone.
+#[test]
+fn attach_into_a_container_names_a_library_deleted_after_loading() {
+    if !Sandbox::available() {
+        return;
+    }
+    let Some(jdk) = sandbox_jdk() else {
+        return;
+    };
+    let work = work_dir("gone");
+    let build = gone_build(&jdk, &work);
+    let app = format!("/opt/jfrnative-sbx-gone-{}", std::process::id());
+    let sandbox = Sandbox::start(
+        &work.join("root"),
+        "65534:65534",
+        false,
+        &[(&build, &app)],
+        &jdk.tool("java"),
+        &[
+            "-cp".into(),
+            app.clone(),
+            "Gone".into(),
+            format!("{app}/libgone.so"),
+            "120".into(),
+        ],
+    );
+    let recording = work.join("gone.jfr");
+    let out = attach(sandbox.pid, 4, &recording);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "jfrnative attach: {stderr}");
+    assert!(stderr.contains("the libraries the agent kept"), "{stderr}");
+    assert_tmp_clean(&sandbox);
+    drop(sandbox);
+    let json = report(&recording, &[]);
+    let names = native_names(&json);
+    // (Java_Gone_spin tail-calls gone_outer at -O2: it is on no stack.)
+    for name in ["gone_mix", "gone_inner", "gone_outer"] {
+        assert!(names.iter().any(|n| n == name), "{name} not in {names:?}");
+    }
+    // Every sample in the library keeps its whole Java stack (down to Gone.main).
+    let frames = json["frames"].as_array().unwrap();
+    let name_of = |id: &Value| {
+        frames[id.as_u64().unwrap() as usize]["name"]
+            .as_str()
+            .unwrap()
+    };
+    let (mut inside, mut whole) = (0u64, 0u64);
+    for stack in json["stacks"].as_array().unwrap() {
+        let ids = stack["frames"].as_array().unwrap();
+        let samples = stack["weight"]["samples"].as_u64().unwrap();
+        if ids.iter().any(|id| name_of(id) == "gone_inner") {
+            inside += samples;
+            if ids.iter().any(|id| name_of(id) == "Gone.main") {
+                whole += samples;
+            }
+        }
+    }
+    assert!(inside > 100, "{inside} samples in the library");
+    assert!(
+        whole as f64 >= 0.99 * inside as f64,
+        "{whole} of {inside} whole"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -29,7 +29,8 @@ pub fn recorded_libraries(recording: &Path) -> Vec<String> {
             }
         }
     }
-    paths.retain(|p| p.starts_with('/'));
+    // A file deleted after it was loaded is not on any path: the agent keeps its image.
+    paths.retain(|p| p.starts_with('/') && !p.ends_with(" (deleted)"));
     paths.sort_unstable();
     paths.dedup();
     paths

@@ -159,6 +159,7 @@ pub fn write(
     let options = Options {
         debuginfod: symbolize::Debuginfod::from_env(),
         sysroots: sysroots.to_vec(),
+        kept_roots: symbolize::driver::kept_library_roots(std::slice::from_ref(&outputs.recording)),
         ..Options::default()
     };
     let mut symbolizer = Symbolizer::new(options);
@@ -195,6 +196,7 @@ pub fn write(
     report.flush()?;
     let mut short = Vec::new();
     text::write_summary(agg, top, &mut short)?;
+    notes.extend(symbolizer.sources().iter().map(|s| s.describe()));
     let mut warnings: Vec<String> = symbolizer
         .problems()
         .iter()

@@ -207,6 +207,25 @@ impl Stage {
         self.dir.open_dir(sub).ok()?.names().ok()
     }
 
+    /// Copies the stage's directory `sub` (the agent's kept libraries), every plain file of the
+    /// JVM's user in it at most [`STAGE_DEPTH`] levels down, to the same names under `to`
+    /// (files already there are left as they are), at most `max_bytes` in all: (files, bytes,
+    /// what was refused). Names are taken one by one through descriptors: a link in the tree
+    /// is refused, never followed.
+    pub fn copy_tree(&self, sub: &OsStr, to: &Path, max_bytes: u64) -> (usize, u64, Vec<String>) {
+        let mut copied = (0, 0, Vec::new());
+        let dir = {
+            let Ok(_as) = self.target.as_user() else {
+                return copied;
+            };
+            self.dir.open_dir(sub)
+        };
+        if let Ok(dir) = dir {
+            copy_dir(&self.target, &dir, to, max_bytes, STAGE_DEPTH, &mut copied);
+        }
+        copied
+    }
+
     /// Removes `name` from the stage (never following it).
     pub fn remove(&self, name: &str) {
         if let Ok(_as) = self.target.as_user() {
@@ -215,8 +234,49 @@ impl Stage {
     }
 }
 
-/// How deep the stage's directories are emptied (the recording's directory is one level).
-const STAGE_DEPTH: u32 = 4;
+/// How deep the stage's directories are emptied and copied (the recording's directory is one
+/// level; the agent's kept libraries keep their paths under `NAME.libs`).
+const STAGE_DEPTH: u32 = 24;
+
+/// [`Stage::copy_tree`]'s walk of `dir` into `to`, `depth` levels more at most: the stage is
+/// read as the JVM's user (through descriptors), the copies written as the caller.
+fn copy_dir(
+    target: &Target,
+    dir: &OwnedDir,
+    to: &Path,
+    max_bytes: u64,
+    depth: u32,
+    copied: &mut (usize, u64, Vec<String>),
+) {
+    let as_user = || target.as_user().map_err(Refused::Io);
+    let names = as_user().ok().and_then(|_as| dir.names().ok());
+    for name in names.unwrap_or_default() {
+        let dest = to.join(&name);
+        let left = max_bytes.saturating_sub(copied.1);
+        let opened = as_user().and_then(|_as| dir.open_regular(&name, left));
+        match opened {
+            Ok((file, len)) => {
+                if dest.exists() {
+                    continue;
+                }
+                let made = std::fs::create_dir_all(to)
+                    .and_then(|()| crate::mirror::copy_atomically(file, len, &dest));
+                match made {
+                    Ok(()) => {
+                        copied.0 += 1;
+                        copied.1 += len;
+                    }
+                    Err(e) => copied.2.push(format!("{}: {e}", dest.display())),
+                }
+            }
+            Err(_) if depth > 0 => match as_user().and_then(|_as| dir.open_dir(&name)) {
+                Ok(sub) => copy_dir(target, &sub, &dest, max_bytes, depth - 1, copied),
+                Err(e) => copied.2.push(format!("{}: {e}", dest.display())),
+            },
+            Err(e) => copied.2.push(format!("{}: {e}", dest.display())),
+        }
+    }
+}
 
 impl Drop for Stage {
     fn drop(&mut self) {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::build::{build, Built};
+use super::image;
 use super::rule::Table;
 use crate::unwind::codemap::Library;
 
@@ -16,8 +17,11 @@ use crate::unwind::codemap::Library;
 pub struct TableStats {
     /// Libraries with a table.
     pub libraries: usize,
-    /// Libraries without one (no CFI, file replaced or unreadable).
+    /// Libraries without one (no CFI, file unreadable and not rebuilt from memory).
     pub without: usize,
+    /// Libraries whose table was built from memory (the vDSO, and libraries whose file is
+    /// gone or replaced, from their rebuilt image).
+    pub from_memory: usize,
     /// Heap bytes of the tables in use.
     pub bytes: usize,
     /// Rows in the tables in use.
@@ -33,6 +37,8 @@ type Key = (String, u64, u64);
 #[derive(Debug, Default)]
 pub struct Tables {
     built: HashMap<Key, Option<Arc<Table>>>,
+    /// The keys of the tables built from memory.
+    from_memory: std::collections::HashSet<Key>,
     problems: Vec<String>,
     build_cpu_ns: u64,
 }
@@ -51,21 +57,67 @@ pub(crate) fn vdso_image(lib: &Library) -> Vec<u8> {
     unsafe { std::slice::from_raw_parts(lib.base as *const u8, len) }.to_vec()
 }
 
-/// Builds `lib`'s table from its file (or memory, for the vDSO).
-fn build_for(lib: &Library, page_size: u64) -> Result<Built, String> {
-    if lib.path == "[vdso]" {
-        return build(&vdso_image(lib), lib.base, 0, page_size);
+/// Whether `lib`'s file is gone (the kernel's " (deleted)" on its path).
+pub fn is_deleted(lib: &Library) -> bool {
+    lib.path.ends_with(" (deleted)")
+}
+
+/// `lib`'s file, rebuilt from this process's memory ([`image`]): for a library whose file is
+/// gone or was replaced since it was loaded.
+pub fn rebuilt_image(lib: &Library) -> Result<image::Rebuilt, String> {
+    if lib.file_offset != 0 {
+        return Err("its lowest mapping is not the start of its file".into());
     }
-    let file = std::fs::File::open(&lib.path).map_err(|e| e.to_string())?;
+    // The file's loaded bytes cannot exceed what is mapped (plus a page of slack per segment).
+    let bound = lib.top.saturating_sub(lib.base).saturating_add(1 << 20);
+    image::rebuild(lib.base, page_size(), bound, &|address, buf| {
+        crate::os::read_own_memory(address, buf)
+    })
+}
+
+/// Where a table was built from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    File,
+    Memory,
+}
+
+/// Builds `lib`'s table from its file, from memory for the vDSO, and from its rebuilt image
+/// when the file is gone or replaced: a deleted file is never a reason to walk by frame
+/// pointers.
+fn build_for(lib: &Library, page_size: u64) -> Result<(Built, Source), String> {
+    if lib.path == "[vdso]" {
+        return Ok((
+            build(&vdso_image(lib), lib.base, 0, page_size)?,
+            Source::Memory,
+        ));
+    }
+    let from_memory = |why: String| {
+        let rebuilt = rebuilt_image(lib).map_err(|e| format!("{why}; from memory: {e}"))?;
+        Ok((
+            build(&rebuilt.bytes, lib.base, 0, page_size)?,
+            Source::Memory,
+        ))
+    };
+    if is_deleted(lib) {
+        return from_memory("the file is deleted".into());
+    }
+    let file = match std::fs::File::open(&lib.path) {
+        Ok(file) => file,
+        Err(e) => return from_memory(e.to_string()),
+    };
     let metadata = file.metadata().map_err(|e| e.to_string())?;
     if std::os::unix::fs::MetadataExt::ino(&metadata) != lib.inode {
-        return Err("the file was replaced since it was loaded".into());
+        return from_memory("the file was replaced since it was loaded".into());
     }
     // SAFETY: the file is mapped read-only and private; it is the library the process has
     // mapped (same inode), which the loader also maps and nothing in this process writes.
     // A file truncated underneath would fault here as it would in the loader.
     let data = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| e.to_string())?;
-    build(&data, lib.base, lib.file_offset, page_size)
+    Ok((
+        build(&data, lib.base, lib.file_offset, page_size)?,
+        Source::File,
+    ))
 }
 
 impl Tables {
@@ -79,6 +131,7 @@ impl Tables {
             .map(|l| (l.path.clone(), l.inode, l.base))
             .collect();
         self.built.retain(|k, _| keys.contains(k));
+        self.from_memory.retain(|k| keys.contains(k));
         libraries
             .iter()
             .zip(keys)
@@ -88,7 +141,12 @@ impl Tables {
                 }
                 let start = crate::os::thread_cpu_ns();
                 let table = match build_for(lib, page_size) {
-                    Ok(built) => Some(Arc::new(built.table)),
+                    Ok((built, source)) => {
+                        if source == Source::Memory {
+                            self.from_memory.insert(key.clone());
+                        }
+                        Some(Arc::new(built.table))
+                    }
                     Err(e) => {
                         self.problems.push(format!("{}: {e}", lib.path));
                         None
@@ -108,6 +166,7 @@ impl Tables {
         TableStats {
             libraries: with.len(),
             without: self.built.len() - with.len(),
+            from_memory: self.from_memory.len(),
             bytes: with.iter().map(|t| t.heap_bytes()).sum(),
             rows: with.iter().map(|t| t.len()).sum(),
             build_cpu_ns: self.build_cpu_ns,
@@ -123,7 +182,7 @@ impl Tables {
 /// Builds `lib`'s table, timing it (for the benchmark and tests).
 pub fn build_timed(lib: &Library) -> Result<(Built, std::time::Duration), String> {
     let start = Instant::now();
-    let built = build_for(lib, page_size())?;
+    let (built, _) = build_for(lib, page_size())?;
     Ok((built, start.elapsed()))
 }
 
@@ -199,9 +258,21 @@ mod tests {
         assert_eq!(tables.stats().libraries, 2);
         tables.for_libraries(&libs[1..]);
         assert_eq!(tables.stats().libraries, 1);
-        let gone = Library {
+        // A file replaced since it was loaded: the table comes from the image in memory.
+        let replaced = Library {
             inode: libs[0].inode + 1,
             ..libs[0].clone()
+        };
+        assert!(tables.for_libraries(&[replaced])[0].is_some());
+        assert_eq!(tables.stats().from_memory, 1);
+        // Neither a file nor an ELF image in memory: no table, and one problem said.
+        let nothing = [0u8; 4096];
+        let gone = Library {
+            path: "/nonexistent/libgone.so".into(),
+            base: nothing.as_ptr() as u64,
+            top: nothing.as_ptr() as u64 + 4096,
+            file_offset: 0,
+            inode: 1,
         };
         assert!(tables.for_libraries(&[gone])[0].is_none());
         assert_eq!(tables.take_problems().len(), 1);

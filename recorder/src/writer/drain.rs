@@ -25,6 +25,7 @@ use crate::sampling::stats::{self, STATS};
 use crate::unwind::codemap::{self, Retained};
 use crate::unwind::tables::TableStats;
 use crate::unwind::watcher;
+use crate::writer::kept_libraries::{Keeper, KeptLibraries};
 use crate::writer::library_events::LibraryEvents;
 use crate::writer::methods::Methods;
 use crate::writer::output::Output;
@@ -90,7 +91,7 @@ const LOST_REASONS: [&str; 4] = [
 ];
 
 /// Totals for the summary printed at the end.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct Summary {
     /// Samples written.
     pub samples: u64,
@@ -125,6 +126,8 @@ pub struct Summary {
     pub typed_frames: u64,
     /// The unwind tables (`cstack=dwarf`).
     pub tables: Option<TableStats>,
+    /// The libraries kept beside the recording.
+    pub kept: KeptLibraries,
     /// The engine that signalled the samples.
     pub engine: &'static str,
     /// A directory recording's chunk files at the end: (files kept, their bytes, files removed
@@ -176,6 +179,8 @@ pub struct Drain {
     /// By slot index (forgotten when the slot is freed for another thread).
     threads: HashMap<u32, ThreadState>,
     libraries: LibraryEvents,
+    /// Copies of the libraries that may not outlive the JVM.
+    keeper: Keeper,
     /// CLOCK_MONOTONIC at tick 0 of the file, µs.
     origin_us: i64,
     chunk_start_ns: i64,
@@ -220,6 +225,7 @@ impl Drain {
         )
         .map_err(io::Error::other)?;
         watcher::start(options.cstack == CStack::Dwarf)?;
+        let keeper = Keeper::new(options.keep_libs.as_deref(), options.keep_libs_max_bytes);
         let mut d = Drain {
             rec,
             jvmti,
@@ -227,6 +233,7 @@ impl Drain {
             methods: Methods::default(),
             threads: HashMap::new(),
             libraries: LibraryEvents::new(),
+            keeper,
             origin_us,
             chunk_start_ns: os::monotonic_ns(),
             system: System::read(),
@@ -240,6 +247,7 @@ impl Drain {
             counters_checked_ns: os::monotonic_ns(),
             process_cpu_start_ns,
         };
+        d.keeper.consider(d.libraries.current());
         d.start_chunk(true);
         d.write_status(State::Recording, "");
         Ok(d)
@@ -255,7 +263,9 @@ impl Drain {
     pub fn refresh_code_map(&mut self) {
         watcher::refresh();
         let now = self.ticks_now();
-        self.libraries.refresh(&mut self.rec, now);
+        if self.libraries.refresh(&mut self.rec, now) {
+            self.keeper.consider(self.libraries.current());
+        }
     }
 
     /// What every chunk repeats: the recording, its settings, the system; the libraries of
@@ -643,6 +653,7 @@ impl Drain {
             engine: crate::sampling::engine::current().describe(),
             retained: codemap::retained(),
             build_ids: self.libraries.build_ids(),
+            kept: self.keeper.kept().clone(),
             process_cpu_ns: self.process_cpu_start_ns.map(|start| {
                 (
                     os::process_cpu_ns().saturating_sub(start),
@@ -674,6 +685,26 @@ impl Drain {
             }
         }
         (summary, result)
+    }
+}
+
+/// The summary's line on the libraries kept beside the recording.
+fn kept_summary(text: &mut String, k: &KeptLibraries) {
+    let (Some(dir), false) = (&k.dir, k.kept.is_empty() && k.left_out.is_empty()) else {
+        return;
+    };
+    let rebuilt = k.kept.iter().filter(|l| l.from_memory).count();
+    let bytes: u64 = k.kept.iter().map(|l| l.bytes).sum();
+    text.push_str(&format!(
+        "\n  libraries that may not outlive the JVM, kept in {dir}: {} ({:.1} MB; {rebuilt} \
+         rebuilt from memory, their files deleted; {} copied), in {:.1} ms of CPU",
+        k.kept.len(),
+        bytes as f64 / 1e6,
+        k.kept.len() - rebuilt,
+        k.cpu_ns as f64 / 1e6
+    ));
+    for (path, why) in &k.left_out {
+        text.push_str(&format!("\n  not kept: {path}: {why}"));
     }
 }
 
@@ -822,14 +853,16 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
     }
     if let Some(t) = &s.tables {
         text.push_str(&format!(
-            "\n  unwind tables: {} libraries ({} without), {} rows, {:.2} MB, built in {:.1} ms of CPU",
+            "\n  unwind tables: {} libraries ({} without, {} from memory), {} rows, {:.2} MB, built in {:.1} ms of CPU",
             t.libraries,
             t.without,
+            t.from_memory,
             t.rows,
             t.bytes as f64 / 1e6,
             t.build_cpu_ns as f64 / 1e6
         ));
     }
+    kept_summary(&mut text, &s.kept);
     java_summary(&mut text, s);
     let entered = STATS.other_handler_entered.load(Ordering::Relaxed);
     if entered > 0 {

@@ -77,11 +77,16 @@ impl LibraryEvents {
         }
     }
 
-    /// Takes the code map if it changed since the last call: libraries that appeared are
-    /// described now.
-    pub fn refresh<W: ChunkOutput>(&mut self, rec: &mut Recording<W>, now_ticks: i64) {
+    /// The libraries of the code map taken last.
+    pub fn current(&self) -> &[Library] {
+        &self.current
+    }
+
+    /// Takes the code map if it changed since the last call (whether it did): libraries that
+    /// appeared are described now.
+    pub fn refresh<W: ChunkOutput>(&mut self, rec: &mut Recording<W>, now_ticks: i64) -> bool {
         let Some((version, libraries)) = watcher::libraries_since(self.version) else {
-            return;
+            return false;
         };
         self.version = version;
         let old: HashSet<Key> = self.current.iter().map(key).collect();
@@ -104,6 +109,7 @@ impl LibraryEvents {
             .collect();
         self.build_ids
             .retain(|(path, inode), _| mapped.contains(&(path.as_str(), *inode)));
+        true
     }
 
     /// Before the chunk is finished: describes the libraries its native stacks reach that it
@@ -147,13 +153,24 @@ impl LibraryEvents {
                     // own vDSO is this one.
                     elf_build_id(tables::vdso_image(lib).as_slice())?
                 } else {
-                    let file = File::open(&lib.path).ok()?;
-                    elf_build_id(&object::read::ReadCache::new(file))?
+                    match File::open(&lib.path) {
+                        Ok(file) if !tables::is_deleted(lib) && same_inode(&file, lib) => {
+                            elf_build_id(&object::read::ReadCache::new(file))?
+                        }
+                        // Gone or replaced: the note of the image in memory.
+                        _ => elf_build_id(tables::rebuilt_image(lib).ok()?.bytes.as_slice())?,
+                    }
                 };
                 Some(id.iter().map(|b| format!("{b:02x}")).collect())
             })
             .clone()
     }
+}
+
+/// Whether `file` is the file `lib` maps.
+fn same_inode(file: &File, lib: &Library) -> bool {
+    file.metadata()
+        .is_ok_and(|m| std::os::unix::fs::MetadataExt::ino(&m) == lib.inode)
 }
 
 /// The GNU build-id of the ELF image in `data`, if it has one.

@@ -3,7 +3,8 @@
 //!
 //! `drain` pops the records, resolves methods (`methods`), writes `jdk.CPUTimeSample`,
 //! `jdk.NativeLibrary` events (`library_events`) and `jfrnative.JvmCode` events
-//! (`jvm_code_events`) through `jfr-writer`, rotates chunks into the
+//! (`jvm_code_events`) through `jfr-writer`, keeps copies of the libraries that may not
+//! outlive the JVM (`kept_libraries`), rotates chunks into the
 //! file or the directory ([`output`]), and keeps the status file current ([`status`]).
 //!
 //! **What this wing may do that sampling may not:** allocate, lock, call JVMTI. **What it may
@@ -12,6 +13,7 @@
 
 pub(crate) mod drain;
 pub(crate) mod jvm_code_events;
+pub(crate) mod kept_libraries;
 pub(crate) mod library_events;
 pub(crate) mod methods;
 pub mod output;

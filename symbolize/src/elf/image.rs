@@ -36,6 +36,9 @@ pub struct ElfImage {
     pub has_dwarf: bool,
     /// Whether the file carries a non-empty `.symtab`.
     pub has_symtab: bool,
+    /// Whether jfr-native's agent rebuilt the file from a process's memory (its file was
+    /// deleted after loading): it holds dynamic symbols and call-frame information only.
+    pub rebuilt: bool,
     symbols: OnceLock<SymbolTable>,
     starts: OnceLock<FunctionStarts>,
 }
@@ -80,8 +83,10 @@ impl ElfImage {
         let has_symtab = file
             .section_by_name(".symtab")
             .is_some_and(|s| s.size() > 0);
+        let rebuilt = file.section_by_name(".jfrnative.rebuilt").is_some();
         Ok(ElfImage {
             has_symtab,
+            rebuilt,
             path: path.to_path_buf(),
             build_id,
             segments,

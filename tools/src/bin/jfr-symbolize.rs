@@ -360,6 +360,7 @@ fn symbolizer_options(args: &Args) -> Options {
     }
     options.search_dirs = args.search_dirs.clone();
     options.sysroots = args.sysroots.clone();
+    options.kept_roots = symbolize::driver::kept_library_roots(&args.inputs);
     options.dwarf = !args.no_dwarf;
     // As elfutils' tools: debuginfod servers only when DEBUGINFOD_URLS names some.
     options.debuginfod = Debuginfod::from_env();
@@ -553,6 +554,9 @@ fn run(args: &Args, upload: Option<&(Endpoint, Vec<(String, String)>)>) -> io::R
     }
     if let Some(upload) = upload {
         upload_export(agg, upload)?;
+    }
+    for source in symbolizer.sources() {
+        eprintln!("jfr-symbolize: {}", source.describe());
     }
     for p in symbolizer.problems() {
         eprintln!("jfr-symbolize: {}: {}", p.library, p.reason);

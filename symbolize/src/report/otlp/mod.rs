@@ -41,10 +41,13 @@
 //!   (`memory_start`/`memory_limit`/`file_offset`, the file name as recorded), whose GNU build-id
 //!   is the attribute `process.executable.build_id.gnu` (the key OpenTelemetry's profiles
 //!   specification requires on a mapping, and the one Pyroscope's OTLP ingest reads to
-//!   symbolize). A location whose function got a name has its inline chain as lines (innermost
-//!   first, DWARF's file and line, 0 when unknown); one that did not (no symbol, or the library
-//!   not found) has **no lines**: the mapping and the address only, for a backend to symbolize
-//!   by build-id, rather than a made-up name.
+//!   symbolize). Its lines are the inline chain (innermost first, DWARF's file and line, 0 when
+//!   unknown). A PC no symbol holds is named as every other view names it: its nearest symbol
+//!   below with the offset (`deflateEnd+0x3f0`), else the library and the ELF address
+//!   (`libz.so.1+0x1234`), else `[unknown]`. Address-only locations are not shown at all by a
+//!   backend that does not symbolize them itself (Pyroscope without a symbolizer leaves the
+//!   frame out and gives its time to its caller), so a name is worth more than leaving the
+//!   address to a backend; the address, mapping and build-id stay for one that re-symbolizes.
 //! - **Java locations**: one per physical frame, the methods the JIT inlined into it as lines
 //!   before it; function name `package.Class.method` (with parameters when overloaded), system
 //!   name with the descriptor, file name the class (JFR records no source file), line as
@@ -268,16 +271,10 @@ fn locations(agg: &Aggregate, located: &Located, dict: &mut Dictionary) -> Vec<i
                 .iter()
                 .filter_map(|&id| Some((id, agg.frames.get_index(id as usize)?)))
                 .collect();
-            let lines = if is_named(key, &frames) {
-                frames
-                    .iter()
-                    .map(|&(id, frame)| {
-                        (function(dict, id, frame), frame.line.map_or(0, i64::from))
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
+            let lines = frames
+                .iter()
+                .map(|&(id, frame)| (function(dict, id, frame), frame.line.map_or(0, i64::from)))
+                .collect();
             let attribute_indices = frame_type(key, &frames)
                 .map(|t| dict.attribute(FRAME_TYPE, Value::Str(t.to_string())))
                 .into_iter()
@@ -289,16 +286,6 @@ fn locations(agg: &Aggregate, located: &Located, dict: &mut Dictionary) -> Vec<i
             dict.location(mapping, key.address.unwrap_or(0), lines, attribute_indices)
         })
         .collect()
-}
-
-/// Whether a location's function got a name: Java frames and placeholders always; a native
-/// PC when its outermost function is named (not `lib+0x1234`, a nearest symbol or
-/// `[unknown]`).
-fn is_named(key: &LocationKey, frames: &[(u32, &FrameKey)]) -> bool {
-    key.address.is_none()
-        || frames
-            .last()
-            .is_some_and(|(_, f)| f.kind != Kind::Unsymbolized)
 }
 
 /// The location's `profile.frame.type`, from its outermost frame; none for a placeholder.

@@ -214,8 +214,9 @@ pub(super) fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<Ex
             session.outputs.recording.display()
         ));
     }
-    if stage.is_some() {
+    if let Some(stage) = &stage {
         session.sysroots = keep_staged_libraries(&target, &session.outputs.recording);
+        keep_agent_kept_libraries(stage, &session);
     }
     drop(staged);
     drop(stage);
@@ -355,6 +356,26 @@ fn attach_of_a_dead_jvm(
     let summary = summary.map_err(|e| format!("no finished chunk was kept: {e}"))?;
     println!("{}", summary.text.trim_end());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Copies the libraries the agent kept in the stage (those whose files may be gone: see the
+/// agent's `keep_libs`) beside the recording, where the symbolizer looks for them
+/// (`RECORDING.libs`, [`symbolize::driver::kept_library_root`]).
+fn keep_agent_kept_libraries(stage: &Stage, session: &Session) {
+    let staged = format!("{}.libs", staged_name(session));
+    let to = symbolize::driver::kept_library_root(&session.outputs.recording);
+    let (files, bytes, refused) =
+        stage.copy_tree(std::ffi::OsStr::new(&staged), &to, KEPT_LIBRARIES_BYTES);
+    if files > 0 {
+        eprintln!(
+            "jfrnative: the libraries the agent kept while the JVM ran ({files}, {:.1} MB) are in {}",
+            bytes as f64 / f64::from(1 << 20),
+            to.display()
+        );
+    }
+    for r in refused {
+        eprintln!("jfrnative: a library the agent kept was not copied: {r}");
+    }
 }
 
 /// The most bytes of a staged JVM's libraries kept beside a recording.
