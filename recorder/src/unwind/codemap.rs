@@ -34,6 +34,8 @@ pub struct Library {
     pub file_offset: u64,
     /// Inode, to tell a replaced file from the one mapped.
     pub inode: u64,
+    /// The device of the file (`makedev(major, minor)` of the map's `MM:mm`; 0 when unknown).
+    pub dev: u64,
 }
 
 /// A snapshot of the process's code.
@@ -97,6 +99,17 @@ impl CodeKind for CodeMap {
     }
 }
 
+/// A map line's device (`fd:01`, hexadecimal major and minor) as `st_dev` gives it.
+fn device(field: &str) -> u64 {
+    let parsed = field.split_once(':').and_then(|(major, minor)| {
+        Some((
+            u32::from_str_radix(major, 16).ok()?,
+            u32::from_str_radix(minor, 16).ok()?,
+        ))
+    });
+    parsed.map_or(0, |(major, minor)| libc::makedev(major, minor))
+}
+
 impl CodeMap {
     /// Parses `/proc/<pid>/maps` text. `code_cache`, HotSpot's reserved code cache range if
     /// known, is JVM-generated code as a whole, whatever is mapped there (committed or not, on
@@ -110,7 +123,7 @@ impl CodeMap {
         let mut libs: BTreeMap<String, (Library, bool)> = BTreeMap::new();
         for line in maps.lines() {
             let mut fields = line.split_whitespace();
-            let (Some(range), Some(perms), Some(offset), Some(_dev), Some(inode)) = (
+            let (Some(range), Some(perms), Some(offset), Some(dev), Some(inode)) = (
                 fields.next(),
                 fields.next(),
                 fields.next(),
@@ -134,6 +147,7 @@ impl CodeMap {
             if in_code_cache(start, end) {
                 continue;
             }
+            let dev = device(dev);
             let exec = perms.as_bytes().get(2) == Some(&b'x');
             let file_backed = path.starts_with('/');
             if exec {
@@ -162,6 +176,7 @@ impl CodeMap {
                             top: end,
                             file_offset: offset,
                             inode,
+                            dev,
                         },
                         false,
                     )

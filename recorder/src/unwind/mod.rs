@@ -16,16 +16,22 @@
 //! - [`build`]: turns a library's `.eh_frame` or `.debug_frame` into a [`rule::Table`].
 //! - [`tables`]: finds each loaded library's file (or the vDSO in memory), builds its table
 //!   once and keeps it while the library stays loaded.
-//! - [`image`]: rebuilds the file of a library whose file is gone (deleted after loading) from
-//!   the process's memory, for its table and to keep it with the recording.
+//! - [`load_hook`]: holds each library the JVM loads open from its `dlopen` on (through
+//!   [`got`], `libjvm.so`'s import slot), so that a file deleted right after loading stays
+//!   readable whole;
+//! - [`image`]: rebuilds the file of a library whose file is gone and was not held (loaded
+//!   before the agent, or by a loader other than the JVM's) from the process's memory, for its
+//!   table and to keep it with the recording.
 //! - [`watcher`]: re-reads the code map ([`codemap`]) when libraries are loaded or
 //!   unloaded and publishes it, with the tables, to the handler.
 //! - [`jvm_code`]: the code cache's range, where native code ends and the JVM's begins.
 
 pub mod build;
 pub mod codemap;
+pub mod got;
 pub mod image;
 pub mod jvm_code;
+pub mod load_hook;
 pub mod rule;
 pub mod tables;
 pub mod walk;

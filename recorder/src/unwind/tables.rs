@@ -4,6 +4,7 @@
 //! a new native method: see [`super::watcher`]); the code map hands the tables to the handler.
 
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -82,9 +83,25 @@ enum Source {
     Memory,
 }
 
+/// The file `lib` maps, open: the one the load hook held from its `dlopen` on (a file deleted
+/// since stays readable), else the file at its path if it is still the one mapped (same device
+/// and inode); `None` when it is gone or replaced.
+pub fn mapped_file(lib: &Library) -> Option<std::fs::File> {
+    if let Some(file) = super::load_hook::held_file(lib.dev, lib.inode) {
+        return Some(file);
+    }
+    if is_deleted(lib) {
+        return None;
+    }
+    let file = std::fs::File::open(&lib.path).ok()?;
+    let metadata = file.metadata().ok()?;
+    let same = metadata.ino() == lib.inode && (lib.dev == 0 || metadata.dev() == lib.dev);
+    (same && metadata.is_file()).then_some(file)
+}
+
 /// Builds `lib`'s table from its file, from memory for the vDSO, and from its rebuilt image
-/// when the file is gone or replaced: a deleted file is never a reason to walk by frame
-/// pointers.
+/// when the file is gone or replaced and was not held: a deleted file is never a reason to
+/// walk by frame pointers.
 fn build_for(lib: &Library, page_size: u64) -> Result<(Built, Source), String> {
     if lib.path == "[vdso]" {
         return Ok((
@@ -92,24 +109,14 @@ fn build_for(lib: &Library, page_size: u64) -> Result<(Built, Source), String> {
             Source::Memory,
         ));
     }
-    let from_memory = |why: String| {
-        let rebuilt = rebuilt_image(lib).map_err(|e| format!("{why}; from memory: {e}"))?;
-        Ok((
+    let Some(file) = mapped_file(lib) else {
+        let rebuilt =
+            rebuilt_image(lib).map_err(|e| format!("its file is gone; from memory: {e}"))?;
+        return Ok((
             build(&rebuilt.bytes, lib.base, 0, page_size)?,
             Source::Memory,
-        ))
+        ));
     };
-    if is_deleted(lib) {
-        return from_memory("the file is deleted".into());
-    }
-    let file = match std::fs::File::open(&lib.path) {
-        Ok(file) => file,
-        Err(e) => return from_memory(e.to_string()),
-    };
-    let metadata = file.metadata().map_err(|e| e.to_string())?;
-    if std::os::unix::fs::MetadataExt::ino(&metadata) != lib.inode {
-        return from_memory("the file was replaced since it was loaded".into());
-    }
     // SAFETY: the file is mapped read-only and private; it is the library the process has
     // mapped (same inode), which the loader also maps and nothing in this process writes.
     // A file truncated underneath would fault here as it would in the loader.
@@ -273,6 +280,7 @@ mod tests {
             top: nothing.as_ptr() as u64 + 4096,
             file_offset: 0,
             inode: 1,
+            dev: 0,
         };
         assert!(tables.for_libraries(&[gone])[0].is_none());
         assert_eq!(tables.take_problems().len(), 1);

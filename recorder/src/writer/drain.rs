@@ -226,6 +226,14 @@ impl Drain {
         .map_err(io::Error::other)?;
         watcher::start(options.cstack == CStack::Dwarf)?;
         let keeper = Keeper::new(options.keep_libs.as_deref(), options.keep_libs_max_bytes);
+        if options.keep_libs.is_some() {
+            if let Err(e) = crate::unwind::load_hook::install() {
+                eprintln!(
+                    "jfr-native: libraries the JVM loads are not held open from their dlopen on \
+                     ({e}): one deleted right after loading is kept as rebuilt from memory"
+                );
+            }
+        }
         let mut d = Drain {
             rec,
             jvmti,
@@ -696,12 +704,14 @@ fn kept_summary(text: &mut String, k: &KeptLibraries) {
     let rebuilt = k.kept.iter().filter(|l| l.from_memory).count();
     let bytes: u64 = k.kept.iter().map(|l| l.bytes).sum();
     text.push_str(&format!(
-        "\n  libraries that may not outlive the JVM, kept in {dir}: {} ({:.1} MB; {rebuilt} \
-         rebuilt from memory, their files deleted; {} copied), in {:.1} ms of CPU",
+        "\n  libraries that may not outlive the JVM, kept in {dir}: {} ({:.1} MB; {} copied \
+         whole, {rebuilt} rebuilt from memory: their files were gone), in {:.1} ms of CPU; \
+         libraries held open from their dlopen on: {}",
         k.kept.len(),
         bytes as f64 / 1e6,
         k.kept.len() - rebuilt,
-        k.cpu_ns as f64 / 1e6
+        k.cpu_ns as f64 / 1e6,
+        crate::unwind::load_hook::LOADS_HELD.load(Ordering::Relaxed)
     ));
     for (path, why) in &k.left_out {
         text.push_str(&format!("\n  not kept: {path}: {why}"));

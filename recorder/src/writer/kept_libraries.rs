@@ -6,11 +6,13 @@
 //! at exit (`deleteOnExit`). The recording holds only PCs, resolved offline, so a library
 //! whose file is gone by then could not be named. The writer therefore keeps, when it first
 //! sees it mapped:
-//! - a library whose file is already deleted: its file rebuilt from the process's memory
-//!   ([`crate::unwind::image`]: dynamic symbols, call-frame information, build-id);
-//! - a library in a temporary directory (`/tmp`, `/var/tmp`, `/dev/shm`, `$TMPDIR`): a copy of
-//!   its file, with whatever symbol tables and DWARF it has (taken from the file only while
-//!   it is the one mapped, by inode; rebuilt from memory otherwise).
+//! - a library whose file is deleted, or in a temporary directory (`/tmp`, `/var/tmp`,
+//!   `/dev/shm`, `$TMPDIR`): a copy of its file, with whatever symbol tables and DWARF it has,
+//!   read through the descriptor the load hook kept from its `dlopen` on
+//!   ([`crate::unwind::load_hook`]) or from its path while it is the one mapped;
+//! - when neither can be read (deleted before the agent came, or loaded by other code than
+//!   the JVM's): its file rebuilt from the process's memory ([`crate::unwind::image`]: dynamic
+//!   symbols, call-frame information, build-id).
 //!
 //! They go under the `keep_libs` directory (`FILE.libs` by default) at their recorded paths
 //! (without the kernel's ` (deleted)`), so that the directory is a root `jfr-symbolize
@@ -21,7 +23,7 @@
 use std::collections::HashSet;
 use std::fs::{DirBuilder, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use crate::unwind::codemap::Library;
@@ -186,27 +188,21 @@ impl Keeper {
         })
     }
 
-    /// The bytes of `lib`'s file if it is still the one mapped (`None`: gone or replaced,
-    /// rebuild it from memory).
+    /// The bytes of `lib`'s file if it can still be read ([`tables::mapped_file`]: held from
+    /// its load on, or still at its path); `None`: rebuild it from memory.
     fn file_bytes(&self, lib: &Library, room: u64) -> Result<Option<Vec<u8>>, String> {
-        if tables::is_deleted(lib) {
-            return Ok(None);
-        }
-        let Ok(file) = std::fs::File::open(&lib.path) else {
+        let Some(file) = tables::mapped_file(lib) else {
             return Ok(None);
         };
-        let metadata = file.metadata().map_err(|e| e.to_string())?;
-        if metadata.ino() != lib.inode || !metadata.is_file() {
-            return Ok(None);
-        }
-        if metadata.len() > room {
+        let len = file.metadata().map_err(|e| e.to_string())?.len();
+        if len > room {
             return Err(format!(
-                "{} bytes would pass keep_libs_max ({room} bytes left)",
-                metadata.len()
+                "{len} bytes would pass keep_libs_max ({room} bytes left)"
             ));
         }
-        let mut bytes = Vec::with_capacity(metadata.len() as usize);
-        std::io::Read::read_to_end(&mut std::io::Read::take(&file, room), &mut bytes)
+        // From offset 0 whatever the descriptor's offset: a held file's descriptors share one.
+        let mut bytes = vec![0u8; len as usize];
+        std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, 0)
             .map_err(|e| format!("cannot read it: {e}"))?;
         Ok(Some(bytes))
     }

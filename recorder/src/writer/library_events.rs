@@ -11,7 +11,6 @@
 //!   describe yet, including libraries unmapped during the chunk.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
 
 use jfr_writer::{ChunkOutput, NativeLibrary, Recording};
 
@@ -153,24 +152,16 @@ impl LibraryEvents {
                     // own vDSO is this one.
                     elf_build_id(tables::vdso_image(lib).as_slice())?
                 } else {
-                    match File::open(&lib.path) {
-                        Ok(file) if !tables::is_deleted(lib) && same_inode(&file, lib) => {
-                            elf_build_id(&object::read::ReadCache::new(file))?
-                        }
+                    match tables::mapped_file(lib) {
+                        Some(file) => elf_build_id(&object::read::ReadCache::new(file))?,
                         // Gone or replaced: the note of the image in memory.
-                        _ => elf_build_id(tables::rebuilt_image(lib).ok()?.bytes.as_slice())?,
+                        None => elf_build_id(tables::rebuilt_image(lib).ok()?.bytes.as_slice())?,
                     }
                 };
                 Some(id.iter().map(|b| format!("{b:02x}")).collect())
             })
             .clone()
     }
-}
-
-/// Whether `file` is the file `lib` maps.
-fn same_inode(file: &File, lib: &Library) -> bool {
-    file.metadata()
-        .is_ok_and(|m| std::os::unix::fs::MetadataExt::ino(&m) == lib.inode)
 }
 
 /// The GNU build-id of the ELF image in `data`, if it has one.
@@ -198,6 +189,7 @@ mod tests {
             top,
             file_offset: 0,
             inode: 1,
+            dev: 0,
         }
     }
 
