@@ -7,9 +7,8 @@ usage: pyroscope_vs_report.py REPORT.json PYROSCOPE.json [TOP]
 
 REPORT.json is `jfr-symbolize REC --format json`; PYROSCOPE.json is pyroscope_query.py's output.
 Native frames the report names by their nearest symbol (`crc32_combine_op+0x40`: no symbol of
-their own) are exported address-only, with their mapping and build-id; a Pyroscope without a
-server-side symbolizer leaves them out and counts their time as their nearest named caller's:
-they are marked "address-only".
+their own) or by library and address are exported under that same name (before 2026-11-29 they
+were address-only, which a Pyroscope without a symbolizer left out of its flame graph).
 """
 
 import json
@@ -37,10 +36,7 @@ def main():
         for e in ranked:
             name = frames[e["frame"]]["name"]
             ours = e[ours_key]["cpuNanos"] / 1e9
-            if "+0x" in name:
-                theirs = "address-only"
-            else:
-                theirs = "%.3f" % (functions.get(name, {}).get(pyro_key, 0) / 1e9)
+            theirs = "%.3f" % (functions.get(name, {}).get(pyro_key, 0) / 1e9)
             print("  %-44s %12.3f %12s" % (name[:44], ours, theirs))
 
 

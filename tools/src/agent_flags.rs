@@ -55,6 +55,11 @@ pub struct AgentFlags {
     /// duration with s, m, h or d [agent default: none].
     #[arg(long, value_name = "DURATION")]
     pub maxage: Option<String>,
+    /// At most this many bytes of the libraries the agent keeps beside the recording because
+    /// they may not outlive the JVM (unpacked from a jar to /tmp and deleted): a size with k, mb
+    /// or gb [agent default: 256mb].
+    #[arg(long, value_name = "SIZE")]
+    pub keep_libs_max: Option<String>,
     /// The signal of the agent's timers: a free real-time signal number [agent default: the
     /// first free of SIGRTMIN+4 ... SIGRTMAX].
     #[arg(long, value_name = "NUMBER")]
@@ -84,6 +89,7 @@ impl AgentFlags {
             ("chunk", &self.chunk),
             ("maxsize", &self.maxsize),
             ("maxage", &self.maxage),
+            ("keep_libs_max", &self.keep_libs_max),
             ("signal", &self.signal),
         ]
         .into_iter()
