@@ -20,6 +20,7 @@ use crate::sampling::source::{INTERVAL_NS, RECORDING};
 use crate::sampling::stack::ThreadStack;
 use crate::sampling::stats::STATS;
 use crate::sampling::{buffers, engine};
+use crate::writer::cpu::{Part, WriterCpu};
 use crate::writer::drain::{self, Drain, DRAIN_PERIOD};
 use crate::writer::status::{self, State};
 use crate::{fault, ffi_guard};
@@ -564,7 +565,8 @@ fn run_drain(
         .is_some();
     let file = options.file.clone();
     let options_threads = options.threads;
-    let mut drain = match Drain::new(agent.jvmti, options, clock) {
+    let mut cpu = WriterCpu::default();
+    let mut drain = match cpu.time(Part::Start, || Drain::new(agent.jvmti, options, clock)) {
         Ok(d) => d,
         Err(e) => {
             let _ = ready.send(Err(format!("jfr-native: cannot write {file}: {e}")));
@@ -587,27 +589,28 @@ fn run_drain(
         // thread the first scan found and could not arm then would be taken as armed.
         if let Some(scanner) = scanner.as_mut() {
             if RECORDING.load(Ordering::Acquire) && scanner.due(os::monotonic_ns()) {
-                scan_threads(agent, scanner);
+                cpu.time(Part::ThreadScan, || scan_threads(agent, scanner));
             }
         }
-        drain.refresh_code_map();
-        drain.drain_all();
-        drain.check_counters();
+        cpu.time(Part::CodeMap, || drain.refresh_code_map());
+        cpu.time(Part::Samples, || drain.drain_all());
+        cpu.time(Part::Counters, || drain.check_counters());
         // Layouts HotSpot computes only once a class is used (virtual threads' stack chunks,
         // at the first virtual thread): tried until known, then a no-op.
         if let Some(v) = hotspot::vm_structs() {
             hotspot::continuation::retry(v);
         }
-        if let Err(e) = drain.maybe_rotate() {
+        if let Err(e) = cpu.time(Part::Chunks, || drain.maybe_rotate()) {
             let message = format!("jfr-native: writing {file} failed, recording stops: {e}");
             eprintln!("{message}");
             RECORDING.store(false, Ordering::Release);
             drain.write_status(State::Failed, &message);
             break;
         }
-        drain.maybe_write_status();
+        cpu.time(Part::Chunks, || drain.maybe_write_status());
     }
-    let (summary, result) = drain.finish();
+    let (mut summary, result) = cpu.time(Part::Chunks, || drain.finish());
+    summary.writer_cpu = cpu;
     match result {
         Ok(totals) => eprintln!("{}", drain::summary_text(&file, &summary, totals.chunks)),
         Err(e) => eprintln!("jfr-native: finishing {file} failed: {e}"),

@@ -139,10 +139,14 @@ pub struct Summary {
     pub build_ids: usize,
     /// Samples of threads that are not Java threads (`threads=all`), and their CPU time, ns.
     pub non_java: (u64, u64),
-    /// With `threads=all`: the process's CPU time (user and system, `getrusage`) from the
-    /// recording's start to its end, ns: what the samples and lost samples should add up to,
+    /// The process's CPU time (user and system, `getrusage`) from the recording's start to
+    /// its end, ns (with `threads=all`, what the samples and lost samples should add up to),
     /// with the writer thread's own CPU time (not sampled), ns.
     pub process_cpu_ns: Option<(u64, u64)>,
+    /// Whether every thread was sampled (`threads=all`).
+    pub threads_all: bool,
+    /// What the writer thread's CPU time went to.
+    pub writer_cpu: crate::writer::cpu::WriterCpu,
 }
 
 /// What `jdk.OSInformation` and `jdk.CPUInformation` say, read once per recording.
@@ -204,8 +208,7 @@ impl Drain {
     /// Opens the output and writes the first chunk's context. `start` is the recording's
     /// start ([`clock`]); the file's ticks count from there.
     pub fn new(jvmti: Jvmti, options: Options, start: Clock) -> io::Result<Drain> {
-        let process_cpu_start_ns =
-            (options.threads == crate::options::Threads::All).then(os::process_cpu_ns);
+        let process_cpu_start_ns = Some(os::process_cpu_ns());
         let output = Output::open(&options)?;
         let origin_us = start.origin_ticks;
         let clock = Clock {
@@ -662,6 +665,7 @@ impl Drain {
             retained: codemap::retained(),
             build_ids: self.libraries.build_ids(),
             kept: self.keeper.kept().clone(),
+            threads_all: self.options.threads == crate::options::Threads::All,
             process_cpu_ns: self.process_cpu_start_ns.map(|start| {
                 (
                     os::process_cpu_ns().saturating_sub(start),
@@ -823,6 +827,16 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
         text.push_str(&format!("\n  {}", skipped.join("; ")));
     }
     if let Some((process_ns, writer_ns)) = s.process_cpu_ns {
+        text.push_str(&format!(
+            "\n  the agent's writer thread used {:.3} CPU-s, {:.1} % of the process's {:.2} \
+             CPU-s during the recording: {}",
+            writer_ns as f64 / 1e9,
+            writer_ns as f64 * 100.0 / process_ns.max(1) as f64,
+            process_ns as f64 / 1e9,
+            s.writer_cpu.describe().join(", ")
+        ));
+    }
+    if let (Some((process_ns, writer_ns)), true) = (s.process_cpu_ns, s.threads_all) {
         let recorded = s.cpu_ns + s.lost_ns;
         let others = process_ns.saturating_sub(writer_ns).max(1);
         text.push_str(&format!(

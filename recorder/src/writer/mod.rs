@@ -11,6 +11,7 @@
 //! not do:** write into a slot or a ring other than by consuming records (sampling owns them),
 //! or hold a lock a handler could wait on (handlers never wait).
 
+pub(crate) mod cpu;
 pub(crate) mod drain;
 pub(crate) mod jvm_code_events;
 pub(crate) mod kept_libraries;
