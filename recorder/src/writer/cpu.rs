@@ -55,7 +55,7 @@ impl WriterCpu {
             .map(|((_, name), ns)| (ns, *name))
             .filter(|&(ns, _)| ns > 0)
             .collect();
-        parts.sort_by(|a, b| b.0.cmp(&a.0));
+        parts.sort_by_key(|p| std::cmp::Reverse(p.0));
         parts
             .into_iter()
             .map(|(ns, name)| format!("{name} {:.3}", ns as f64 / 1e9))
