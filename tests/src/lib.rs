@@ -12,6 +12,8 @@ pub mod format_rules;
 pub mod go_pprof;
 pub mod golden;
 pub mod jdk;
+pub mod maven_figures;
+pub mod mavenlibs;
 pub mod natives;
 pub mod one_recording;
 pub mod otlp;

