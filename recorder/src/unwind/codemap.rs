@@ -4,7 +4,6 @@
 //! ([`with_current`]). A replaced snapshot is freed once no handler can still be reading it
 //! ([`reclaim`]).
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -119,8 +118,14 @@ impl CodeMap {
         let in_code_cache = |start: u64, end: u64| {
             code_cache.is_some_and(|(low, high)| low <= start && end <= high)
         };
-        let mut ranges: Vec<(Range, Option<String>)> = Vec::new();
-        let mut libs: BTreeMap<String, (Library, bool)> = BTreeMap::new();
+        // Executable ranges, each with the index of its run of file mappings.
+        let mut ranges: Vec<(Range, Option<usize>)> = Vec::new();
+        // Runs of mappings of one file: a library is the run that holds its code. A mapping
+        // at file offset 0 starts a run (a library's lowest mapping, or the file mapped again
+        // to be read: the agent's own table builder, a JDK reading an ELF file), and so does
+        // one of another file or at a lower offset; anonymous mappings between (a library's
+        // .bss, alignment gaps) keep the run open.
+        let mut runs: Vec<(Library, bool, u64)> = Vec::new();
         for line in maps.lines() {
             let mut fields = line.split_whitespace();
             let (Some(range), Some(perms), Some(offset), Some(dev), Some(inode)) = (
@@ -149,9 +154,30 @@ impl CodeMap {
             }
             let dev = device(dev);
             let exec = perms.as_bytes().get(2) == Some(&b'x');
-            let file_backed = path.starts_with('/');
+            let file_backed = path.starts_with('/') || path == "[vdso]";
+            if file_backed {
+                let extends = runs.last().is_some_and(|(lib, _, last_offset)| {
+                    offset != 0 && lib.path == path && lib.inode == inode && offset >= *last_offset
+                });
+                if !extends {
+                    let lib = Library {
+                        path: path.clone(),
+                        base: start,
+                        top: end,
+                        file_offset: offset,
+                        inode,
+                        dev,
+                    };
+                    runs.push((lib, false, offset));
+                }
+                if let Some((lib, has_code, last_offset)) = runs.last_mut() {
+                    lib.top = lib.top.max(end);
+                    *has_code |= exec;
+                    *last_offset = offset;
+                }
+            }
             if exec {
-                let code = if file_backed || path == "[vdso]" {
+                let code = if file_backed {
                     Code::Native
                 } else if path.is_empty() {
                     // Anonymous executable memory: the code heaps (JIT, interpreter, stubs).
@@ -165,43 +191,22 @@ impl CodeMap {
                     code,
                     library: None,
                 };
-                ranges.push((range, (code == Code::Native).then(|| path.clone())));
-            }
-            if file_backed || path == "[vdso]" {
-                let entry = libs.entry(path.clone()).or_insert_with(|| {
-                    (
-                        Library {
-                            path: path.clone(),
-                            base: start,
-                            top: end,
-                            file_offset: offset,
-                            inode,
-                            dev,
-                        },
-                        false,
-                    )
-                });
-                if start < entry.0.base {
-                    entry.0.base = start;
-                    entry.0.file_offset = offset;
-                }
-                entry.0.top = entry.0.top.max(end);
-                entry.1 |= exec;
+                let run = file_backed.then(|| runs.len() - 1);
+                ranges.push((range, run));
             }
         }
-        let mut libraries: Vec<Library> = libs
-            .into_values()
-            .filter(|(_, exec)| *exec)
-            .map(|(l, _)| l)
-            .collect();
-        libraries.sort_by_key(|l| l.base);
+        // The runs with code are the libraries, by base address.
+        let mut order: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].1).collect();
+        order.sort_by_key(|&i| runs[i].0.base);
+        let library_of_run = |run: usize| order.iter().position(|&i| i == run);
         let mut ranges: Vec<Range> = ranges
             .into_iter()
-            .map(|(range, path)| Range {
-                library: path.and_then(|p| libraries.iter().position(|l| l.path == p)),
+            .map(|(range, run)| Range {
+                library: run.and_then(library_of_run),
                 ..range
             })
             .collect();
+        let libraries: Vec<Library> = order.iter().map(|&i| runs[i].0.clone()).collect();
         if let Some((start, end)) = code_cache {
             ranges.retain(|r| r.end <= start || end <= r.start);
             ranges.push(Range {
@@ -344,6 +349,27 @@ mod tests {
             (0x7f0000000000, 0x7f0000004000, 0)
         );
         assert_eq!(m.libraries[1].path, "[vdso]");
+    }
+
+    /// A library's file also mapped whole to be read (the table builder, a JDK reading an ELF
+    /// file), right below the library and elsewhere: the library is the run with its code.
+    #[test]
+    fn a_file_mapped_again_to_be_read_is_not_the_library() {
+        let maps = "\
+7effff000000-7effff004000 r--p 00000000 fe:01 11 /usr/lib/libdemo.so
+7f0000000000-7f0000001000 r--p 00000000 fe:01 11 /usr/lib/libdemo.so
+7f0000001000-7f0000002000 r-xp 00001000 fe:01 11 /usr/lib/libdemo.so
+7f0000002000-7f0000003000 r--p 00002000 fe:01 11 /usr/lib/libdemo.so
+7f0000003000-7f0000004000 rw-p 00002000 fe:01 11 /usr/lib/libdemo.so
+7f0000004000-7f0000005000 rw-p 00000000 00:00 0
+7f0000005000-7f0000009000 r--p 00000000 fe:01 11 /usr/lib/libdemo.so
+";
+        let m = CodeMap::parse(maps, None);
+        assert_eq!(m.libraries.len(), 1, "{:?}", m.libraries);
+        let demo = &m.libraries[0];
+        assert_eq!((demo.base, demo.top), (0x7f0000000000, 0x7f0000004000));
+        assert_eq!(m.kind(0x7f0000001800), Code::Native);
+        assert_eq!(m.ranges[0].library, Some(0));
     }
 
     #[test]

@@ -31,7 +31,8 @@ pub struct TableStats {
     pub build_cpu_ns: u64,
 }
 
-/// A library's identity: the same path and inode at the same address is the same mapping.
+/// A library's identity: the same path (deleted since or not) and inode at the same address is
+/// the same mapping.
 type Key = (String, u64, u64);
 
 /// The tables of the libraries seen so far.
@@ -56,6 +57,12 @@ pub(crate) fn vdso_image(lib: &Library) -> Vec<u8> {
     // SAFETY: `[base, top)` is the vDSO as listed in /proc/self/maps: mapped readable for the
     // life of the process (the kernel never unmaps it).
     unsafe { std::slice::from_raw_parts(lib.base as *const u8, len) }.to_vec()
+}
+
+/// `lib`'s path without the kernel's " (deleted)": a mapping whose file is deleted while it is
+/// mapped (a jar's library deleted at exit) is the same library as before.
+pub fn file_path(lib: &Library) -> &str {
+    lib.path.strip_suffix(" (deleted)").unwrap_or(&lib.path)
 }
 
 /// Whether `lib`'s file is gone (the kernel's " (deleted)" on its path).
@@ -135,7 +142,7 @@ impl Tables {
         let page_size = page_size();
         let keys: Vec<Key> = libraries
             .iter()
-            .map(|l| (l.path.clone(), l.inode, l.base))
+            .map(|l| (file_path(l).to_string(), l.inode, l.base))
             .collect();
         self.built.retain(|k, _| keys.contains(k));
         self.from_memory.retain(|k| keys.contains(k));
@@ -263,6 +270,16 @@ mod tests {
             again[0].as_ref().unwrap()
         ));
         assert_eq!(tables.stats().libraries, 2);
+        // Its file deleted while it stays mapped (a jar's library at exit): the same table.
+        let deleted_since = Library {
+            path: format!("{} (deleted)", libs[0].path),
+            ..libs[0].clone()
+        };
+        let same = tables.for_libraries(&[deleted_since, libs[1].clone()]);
+        assert!(Arc::ptr_eq(
+            first[0].as_ref().unwrap(),
+            same[0].as_ref().unwrap()
+        ));
         tables.for_libraries(&libs[1..]);
         assert_eq!(tables.stats().libraries, 1);
         // A file replaced since it was loaded: the table comes from the image in memory.
@@ -270,7 +287,8 @@ mod tests {
             inode: libs[0].inode + 1,
             ..libs[0].clone()
         };
-        assert!(tables.for_libraries(&[replaced])[0].is_some());
+        let rebuilt = tables.for_libraries(&[replaced]);
+        assert!(rebuilt[0].is_some(), "{:?}", tables.take_problems());
         assert_eq!(tables.stats().from_memory, 1);
         // Neither a file nor an ELF image in memory: no table, and one problem said.
         let nothing = [0u8; 4096];

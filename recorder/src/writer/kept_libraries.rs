@@ -60,7 +60,7 @@ pub struct Keeper {
     max_bytes: u64,
     used_bytes: u64,
     temp_dirs: Vec<String>,
-    /// (path, inode, base) of every library considered.
+    /// (path without " (deleted)", inode, base) of every library considered.
     seen: HashSet<(String, u64, u64)>,
     done: KeptLibraries,
 }
@@ -130,7 +130,9 @@ impl Keeper {
             return;
         };
         for lib in libraries {
-            if !self.seen.insert((lib.path.clone(), lib.inode, lib.base)) {
+            // Deleted since it was seen (at exit) is the same library: not kept twice.
+            let file = tables::file_path(lib).to_string();
+            if !self.seen.insert((file, lib.inode, lib.base)) {
                 continue;
             }
             if !self.may_vanish(lib) || is_this_agent(lib) {
