@@ -9,6 +9,8 @@
 #   renamed, the same length), behind the 4-byte length of the first.
 # - elf_reader: the symbolizer's test library (testdata/symbolize/sym.c) with DWARF, with
 #   compressed DWARF, stripped, with MiniDebugInfo, the xz stream alone, and the system's libz.
+# - memory_image: the system's libz as a library's memory (its first segments are laid out as
+#   in the file).
 # - corpus/libs: libraries the symbolizer finds by file name (JFR_FUZZ_LIBS).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,6 +41,7 @@ EOF
 work=$corpus/elf-work
 mkdir -p "$work" "$corpus/libs"
 if [[ -e /usr/lib/x86_64-linux-gnu/libz.so.1 ]]; then
+    cp -nL /usr/lib/x86_64-linux-gnu/libz.so.1 "$corpus/memory_image/libz.so.1"
     cp -nL /usr/lib/x86_64-linux-gnu/libz.so.1 "$corpus/elf_reader/libz.so.1"
     cp -nL /usr/lib/x86_64-linux-gnu/libz.so.1 "$corpus/libs/libz.so.1"
 fi

@@ -4,7 +4,7 @@
 #   tools/scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
 # Targets (tests/fuzz/fuzz_targets): jfr_chunks, symbolize_pipeline, elf_reader, merge,
-# agent_options, otlp_endpoint; all of them by default, each for SECONDS_PER_TARGET (default
+# agent_options, otlp_endpoint, memory_image; all of them by default, each for SECONDS_PER_TARGET (default
 # $FUZZ_SECONDS, else 300), one after the other: one fuzzer process at a time, under nice.
 # Installs the nightly toolchain and cargo-fuzz if missing (rustup and cargo must be there).
 # Prints one line per target: executions, seconds, coverage (libFuzzer's final cov: and ft:),
@@ -23,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 fuzz_dir=tests/fuzz
-all=(jfr_chunks symbolize_pipeline elf_reader merge agent_options otlp_endpoint)
+all=(jfr_chunks symbolize_pipeline elf_reader merge agent_options otlp_endpoint memory_image)
 
 seconds=${FUZZ_SECONDS:-300}
 if [[ $# -gt 0 && $1 =~ ^[0-9]+$ ]]; then

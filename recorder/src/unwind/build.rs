@@ -55,6 +55,18 @@ const PLT_EXPRESSION: [u8; 11] = [
 ];
 const PLT_LITERAL_AT: usize = 6;
 
+/// The offset N if `expression` is `DW_OP_breg7 (rsp) N; DW_OP_deref; DW_OP_plus_uconst 8`
+/// (OpenSSL's and BoringSSL's assembly: CFA = the word at rsp + N, + 8).
+fn rsp_deref_offset(expression: &[u8]) -> Option<i64> {
+    let (&op, rest) = expression.split_first()?;
+    if op != 0x77 {
+        return None;
+    }
+    let mut reader = gimli::EndianSlice::new(rest, LittleEndian);
+    let offset = reader.read_sleb128().ok()?;
+    (reader.slice() == [0x06, 0x23, 0x08]).then_some(offset)
+}
+
 /// The threshold N if `expression` is the PLT expression.
 fn plt_threshold(expression: &[u8]) -> Option<i64> {
     if expression.len() != PLT_EXPRESSION.len() {
@@ -102,11 +114,16 @@ fn rule_of<R: Reader, S: UnwindSection<R>>(
         CfaRule::RegisterAndOffset { register, offset } if *register == X86_64::RBP => {
             Rule::new(Kind::Rbp, rbp, *offset)
         }
-        CfaRule::Expression(e) => e
-            .get(section)
-            .ok()
-            .and_then(|e| e.0.to_slice().ok().and_then(|b| plt_threshold(&b)))
-            .and_then(|n| Rule::new(Kind::Plt, rbp, n)),
+        CfaRule::Expression(e) => {
+            let bytes = e
+                .get(section)
+                .ok()
+                .and_then(|e| e.0.to_slice().ok().map(|b| b.to_vec()));
+            bytes.and_then(|b| match plt_threshold(&b) {
+                Some(n) => Rule::new(Kind::Plt, rbp, n),
+                None => rsp_deref_offset(&b).and_then(|n| Rule::new(Kind::RspDeref, rbp, n)),
+            })
+        }
         CfaRule::RegisterAndOffset { .. } => None,
     };
     rule.unwrap_or(Rule::NONE)
@@ -247,6 +264,21 @@ mod tests {
         e[0] = 0x78;
         assert_eq!(plt_threshold(&e), None);
         assert_eq!(plt_threshold(&PLT_EXPRESSION[..5]), None);
+    }
+
+    #[test]
+    fn recognises_a_cfa_kept_in_the_frame() {
+        // BoringSSL's bn_powerx5: DW_OP_breg7 (rsp) 40; DW_OP_deref; DW_OP_plus_uconst 8.
+        assert_eq!(rsp_deref_offset(&[0x77, 40, 0x06, 0x23, 0x08]), Some(40));
+        // A two-byte SLEB128 offset.
+        assert_eq!(
+            rsp_deref_offset(&[0x77, 0x80, 0x01, 0x06, 0x23, 0x08]),
+            Some(128)
+        );
+        // Another register, another addend, no deref: not this rule.
+        assert_eq!(rsp_deref_offset(&[0x76, 40, 0x06, 0x23, 0x08]), None);
+        assert_eq!(rsp_deref_offset(&[0x77, 40, 0x06, 0x23, 0x10]), None);
+        assert_eq!(rsp_deref_offset(&[0x77, 40, 0x23, 0x08]), None);
     }
 
     #[test]

@@ -65,6 +65,19 @@ impl CodeMap {
             .map_or(Rule::NONE, |t| t.rule(pc))
     }
 
+    /// A summary of the ranges and libraries (FNV-1a of their bounds): two maps with the same
+    /// fingerprint hold, all but certainly, the same code.
+    pub fn fingerprint(&self) -> u64 {
+        let mut hash = 0xcbf2_9ce4_8422_2325u64;
+        let bounds = self.ranges.iter().map(|r| (r.start, r.end));
+        for (a, b) in bounds.chain(self.libraries.iter().map(|l| (l.base, l.inode))) {
+            for v in [a, b] {
+                hash = (hash ^ v).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        hash
+    }
+
     /// Gives each library its unwind table (`tables` in the order of [`CodeMap::libraries`]).
     pub fn set_tables(&mut self, tables: Vec<Option<Arc<Table>>>) {
         self.tables = tables;

@@ -30,6 +30,10 @@ pub enum Kind {
     Signal,
     /// The outermost frame (return address undefined: `_start`, `clone3`, thread start).
     End,
+    /// CFA = the word at rsp + offset, + 8: a function that keeps its caller's stack pointer
+    /// in its own frame (OpenSSL's and BoringSSL's assembly, `.cfi_cfa_expression
+    /// %rsp+40,deref,+8`: `DW_OP_breg7 40; DW_OP_deref; DW_OP_plus_uconst 8`).
+    RspDeref,
     /// No usable call-frame information here: fall back to frame pointers.
     None,
 }
@@ -70,6 +74,7 @@ impl Rule {
             Kind::Signal => 3,
             Kind::End => 4,
             Kind::None => 5,
+            Kind::RspDeref => 6,
         };
         let rbp_bits = match rbp {
             SavedRbp::Unchanged => 0u32,
@@ -92,6 +97,7 @@ impl Rule {
             2 => Kind::Plt,
             3 => Kind::Signal,
             4 => Kind::End,
+            6 => Kind::RspDeref,
             _ => Kind::None,
         }
     }

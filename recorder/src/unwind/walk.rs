@@ -63,7 +63,7 @@ pub fn entered_handler(regs: Regs, mem: &impl Memory, code: &impl CodeKind) -> O
     let nothing_pushed = match rule.kind() {
         Kind::Rsp => rule.cfa_offset() == 8,
         Kind::None => true,
-        Kind::Rbp | Kind::Plt | Kind::Signal | Kind::End => false,
+        Kind::Rbp | Kind::Plt | Kind::Signal | Kind::End | Kind::RspDeref => false,
     };
     if kind != Code::Native || !nothing_pushed {
         return None;
@@ -143,7 +143,8 @@ fn fp_step(r: Regs, mem: &impl Memory) -> Option<Regs> {
     })
 }
 
-/// The caller's frame by a CFA rule (`Rsp`, `Rbp`, `Plt`); `None` if it cannot be found.
+/// The caller's frame by a CFA rule (`Rsp`, `Rbp`, `Plt`, `RspDeref`); `None` if it cannot be
+/// found.
 /// `rbp_known` says whether `r.fp` holds the real rbp; it is updated for the caller.
 fn cfa_step(r: Regs, rule: Rule, rbp_known: &mut bool, mem: &impl Memory) -> Option<Regs> {
     let cfa = match rule.kind() {
@@ -154,6 +155,10 @@ fn cfa_step(r: Regs, rule: Rule, rbp_known: &mut bool, mem: &impl Memory) -> Opt
             let pushed = u64::try_from(rule.cfa_offset()).ok()?;
             r.sp.checked_add(if r.pc & 15 >= pushed { 16 } else { 8 })?
         }
+        // The caller's sp, kept in this frame (read from the stack, bounds-checked).
+        Kind::RspDeref => mem
+            .read_u64(r.sp.checked_add_signed(rule.cfa_offset())?)?
+            .checked_add(8)?,
         _ => return None,
     };
     // The return address sits just below the CFA, at or above the current sp.
@@ -242,7 +247,7 @@ pub fn walk_to_java(
                 fp_step(r, mem)
             }
             Kind::None => None,
-            Kind::Rsp | Kind::Rbp | Kind::Plt => {
+            Kind::Rsp | Kind::Rbp | Kind::Plt | Kind::RspDeref => {
                 exact_pc = false;
                 cfa_step(r, rule, &mut rbp_known, mem)
             }
@@ -457,6 +462,39 @@ mod tests {
             walk_with(&s, &code, false, 0x1100, 0x7000, 0x7200),
             (vec![0x1100], Stop::ReachedJava)
         );
+    }
+
+    /// leaf (0x1100, no frame) <- powerx5 (0x1200: keeps its caller's sp at rsp + 40 and uses
+    /// rbp for data, having saved the caller's at CFA - 24: BoringSSL's `bn_powerx5`) <- outer
+    /// (0x1300, frame pointer) <- Java.
+    #[test]
+    fn cfi_follows_a_cfa_kept_in_the_frame() {
+        let code = layout(&[
+            (0x100, rule(Kind::Rsp, SavedRbp::Unchanged, 8)),
+            (0x180, Rule::NONE),
+            (0x200, rule(Kind::RspDeref, SavedRbp::At(3), 40)),
+            (0x280, Rule::NONE),
+            (0x300, rule(Kind::Rbp, SavedRbp::At(2), 16)),
+            (0x380, Rule::NONE),
+        ]);
+        // leaf at sp 0x7000 returns into powerx5 ([0x7000]); powerx5's sp is 0x7008 and its
+        // caller's sp - 8 (0x7100) is at 0x7008 + 40: CFA 0x7108, return address at 0x7100,
+        // the caller's rbp (0x7200) at CFA - 24. outer: [0x7200] = 0x7400, [0x7208] -> Java.
+        let s = stack(&[
+            (0x7000, 0x1210),
+            (0x7030, 0x7100),
+            (0x7100, 0x1310),
+            (0x70f0, 0x7200),
+            (0x7200, 0x7400),
+            (0x7208, 0x5010),
+        ]);
+        let (pcs, stop) = walk_with(&s, &code, true, 0x1100, 0x7000, 0xbad0);
+        assert_eq!(pcs, [0x1100, 0x1210, 0x1310]);
+        assert_eq!(stop, Stop::ReachedJava);
+        // A kept sp that points below the frame is refused, not followed.
+        let below = stack(&[(0x7000, 0x1210), (0x7030, 0x6000)]);
+        let (pcs, stop) = walk_with(&below, &code, true, 0x1100, 0x7000, 0xbad0);
+        assert_eq!((pcs, stop), (vec![0x1100, 0x1210], Stop::BadFrame));
     }
 
     #[test]

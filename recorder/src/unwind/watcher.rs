@@ -5,9 +5,11 @@
 //! the first call of a JNI function: a new JNI library is known, with its table, before its
 //! code can be sampled. The first map is built, with every table, before sampling starts.
 //! A sample whose pc is in no range of the map (JIT code the JVM committed since, for example)
-//! also asks for a new map, at most every [`STALE_REREAD_NS`].
+//! also asks for a new map, at most every [`STALE_REREAD_NS`]; while such re-reads find nothing
+//! new (the pc is in no mapping at all: a frame-pointer walk that went into data), the period
+//! doubles, up to [`STALE_REREAD_MAX_NS`].
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::os;
@@ -25,6 +27,12 @@ struct Watcher {
     version: u64,
     /// When the map was read (CLOCK_MONOTONIC ns).
     read_ns: i64,
+    /// The ranges of the map published last ([`CodeMap::fingerprint`]).
+    fingerprint: u64,
+    /// Least time between re-reads asked for by unknown pcs: [`STALE_REREAD_NS`], doubled
+    /// after each such re-read that found nothing new (a pc in no mapping at all: a frame
+    /// pointer walk into data), up to [`STALE_REREAD_MAX_NS`].
+    stale_period_ns: i64,
 }
 
 static WATCHER: Mutex<Option<Watcher>> = Mutex::new(None);
@@ -32,9 +40,15 @@ static WATCHER: Mutex<Option<Watcher>> = Mutex::new(None);
 /// Set by the signal handler when a walk met a pc in no range of the map.
 static UNKNOWN_PC_SEEN: AtomicBool = AtomicBool::new(false);
 
+/// Code maps read since the agent loaded: (all, those asked for by unknown pcs alone).
+pub static MAPS_READ: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
 /// Least time between two re-reads of the map asked for by unknown pcs (reading
 /// `/proc/self/maps` of a JVM costs a fraction of a millisecond).
 pub const STALE_REREAD_NS: i64 = 50_000_000;
+
+/// Most time between two re-reads asked for by unknown pcs that keep finding nothing new.
+pub const STALE_REREAD_MAX_NS: i64 = 3_200_000_000;
 
 /// Tells the watcher that a walk met a pc the map does not know (async-signal-safe: one
 /// atomic store).
@@ -55,6 +69,13 @@ fn publish(w: &mut Watcher) -> std::io::Result<()> {
             );
         }
     }
+    let fingerprint = map.fingerprint();
+    w.stale_period_ns = if fingerprint == w.fingerprint {
+        (w.stale_period_ns * 2).min(STALE_REREAD_MAX_NS)
+    } else {
+        STALE_REREAD_NS
+    };
+    w.fingerprint = fingerprint;
     w.generation = generation;
     w.read_ns = os::monotonic_ns();
     w.libraries = map.libraries.clone();
@@ -75,6 +96,8 @@ pub fn start(cfi: bool) -> std::io::Result<()> {
         libraries: Vec::new(),
         version: guard.as_ref().map_or(0, |w| w.version),
         read_ns: 0,
+        fingerprint: 0,
+        stale_period_ns: STALE_REREAD_NS,
     };
     publish(&mut w)?;
     *guard = Some(w);
@@ -91,9 +114,14 @@ pub fn refresh() {
     };
     if let Some(w) = guard.as_mut() {
         let stale = UNKNOWN_PC_SEEN.load(Ordering::Relaxed)
-            && os::monotonic_ns().saturating_sub(w.read_ns) >= STALE_REREAD_NS;
-        if stale || os::loaded_objects_generation() != w.generation {
+            && os::monotonic_ns().saturating_sub(w.read_ns) >= w.stale_period_ns;
+        let loaded = os::loaded_objects_generation() != w.generation;
+        if stale || loaded {
             UNKNOWN_PC_SEEN.store(false, Ordering::Relaxed);
+            MAPS_READ[0].fetch_add(1, Ordering::Relaxed);
+            if !loaded {
+                MAPS_READ[1].fetch_add(1, Ordering::Relaxed);
+            }
             // A map that cannot be read keeps the previous one; the next check tries again.
             let _ = publish(w);
         }

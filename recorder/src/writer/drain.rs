@@ -901,6 +901,11 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
             s.jvm_code_events
         ));
     }
+    text.push_str(&format!(
+        "\n  code map read again {} times ({} for pcs in no known range alone)",
+        crate::unwind::watcher::MAPS_READ[0].load(Ordering::Relaxed),
+        crate::unwind::watcher::MAPS_READ[1].load(Ordering::Relaxed)
+    ));
     let r = &s.retained;
     text.push_str(&format!(
         "\n  retained: {} code maps ({} retired), {} unwind tables ({:.2} MB), {} library build ids",

@@ -22,6 +22,11 @@
 //! measures what call-frame unwinding costs over frame pointers). `--baseline-agent` runs
 //! another build of the agent in the baseline (an older one, to compare file sizes run by run).
 //!
+//! `--program late-native` measures a program that loads a large JNI library from its Maven
+//! jar halfway and then works on the library's own native threads (with `--options
+//! threads=all`, the thread scan, code map, unwind table and kept copy of a library that appears
+//! mid-recording).
+//!
 //! `cargo run --release -p tools --bin jfrnative-overhead -- --interval 10ms --runs 5`
 //! `... -- --interval 1ms --profiler agent --profiler async-profiler`
 
@@ -60,6 +65,55 @@ impl Sampler {
     }
 }
 
+/// The program measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Program {
+    /// `testdata/java/Workload.java`: Java code and the JDK's zlib on 2 threads.
+    Zlib,
+    /// `testdata/java/LateNative.java`: Java code, then a large JNI library from its Maven jar
+    /// (zstd-jni, unpacked to /tmp and deleted) loaded halfway, compressing on 2 of its own
+    /// native threads; needs `MAVENLIBS_CP` (tools/scripts/setup.sh). Measure it with
+    /// `--options threads=all` too.
+    LateNative,
+}
+
+impl Program {
+    fn class(self) -> &'static str {
+        match self {
+            Program::Zlib => "Workload",
+            Program::LateNative => "LateNative",
+        }
+    }
+}
+
+/// Compiles `program` into `dir`; its class path.
+fn compile(javac: &Path, repo: &Path, dir: &Path, program: Program) -> Result<String, String> {
+    let jars = match program {
+        Program::Zlib => String::new(),
+        Program::LateNative => std::env::var("MAVENLIBS_CP")
+            .ok()
+            .and_then(|cp| cp.split(':').find(|j| j.contains("zstd-jni")).map(String::from))
+            .ok_or("--program late-native needs zstd-jni's jar in MAVENLIBS_CP (tools/scripts/setup.sh)")?,
+    };
+    let source = repo.join(format!("testdata/java/{}.java", program.class()));
+    let compiled = Command::new(javac)
+        .args(["--release", "17", "-cp", &jars, "-d"])
+        .arg(dir)
+        .arg(&source)
+        .status();
+    if !compiled.is_ok_and(|s| s.success()) {
+        return Err(format!(
+            "compiling {} with {} failed",
+            source.display(),
+            javac.display()
+        ));
+    }
+    Ok(match jars.as_str() {
+        "" => dir.display().to_string(),
+        jars => format!("{}:{jars}", dir.display()),
+    })
+}
+
 #[derive(Parser)]
 #[command(about = "Overhead of the jfr-native agent on a CPU-bound Java workload")]
 struct Args {
@@ -81,6 +135,9 @@ struct Args {
     /// async-profiler's library (default: $ASYNC_PROFILER_LIB).
     #[arg(long)]
     async_profiler: Option<PathBuf>,
+    /// The program measured.
+    #[arg(long, value_enum, default_value = "zlib")]
+    program: Program,
     /// Work rounds per thread (about 9 ms of CPU each here: 400 is about 3.5 CPU-s per run).
     #[arg(long, default_value_t = 400)]
     rounds: u32,
@@ -223,7 +280,7 @@ fn jfr_counts(java: &Path, file: &Path, sample_type: &str) -> (u64, u64) {
 
 fn run_once(
     java: &Path,
-    classes: &Path,
+    (classes, program): (&str, Program),
     with: Option<With>,
     rounds: u32,
     file: &Path,
@@ -266,7 +323,7 @@ fn run_once(
     }
     cmd.arg("-cp")
         .arg(classes)
-        .args(["Workload", &rounds.to_string(), "2"]);
+        .args([program.class(), &rounds.to_string(), "2"]);
     let cpu_before = children_cpu();
     let start = Instant::now();
     let out = cmd
@@ -474,17 +531,8 @@ fn run(args: Args) -> Result<(), String> {
     }
     let dir = std::env::temp_dir().join(format!("jfrnative-overhead-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let compiled = Command::new(&javac)
-        .args(["--release", "17", "-d"])
-        .arg(&dir)
-        .arg(repo.join("testdata/java/Workload.java"))
-        .status();
-    if !compiled.is_ok_and(|s| s.success()) {
-        return Err(format!(
-            "compiling Workload.java with {} failed",
-            javac.display()
-        ));
-    }
+    let classes = compile(&javac, &repo, &dir, args.program)?;
+    let program = (classes.as_str(), args.program);
     let file = dir.join("overhead.jfr");
     let settings = dir.join("cpu-time-only.jfc");
     std::fs::write(&settings, jdk_settings(&args.interval)).map_err(|e| e.to_string())?;
@@ -559,11 +607,11 @@ fn run(args: Args) -> Result<(), String> {
         let mut base = None;
         for arm in order {
             match arm {
-                None => base = Some(run_once(&java, &dir, baseline, args.rounds, &file)?),
+                None => base = Some(run_once(&java, program, baseline, args.rounds, &file)?),
                 Some(k) => {
                     runs[k] = Some(run_once(
                         &java,
-                        &dir,
+                        program,
                         Some(measured[k].1),
                         args.rounds,
                         &file,
@@ -572,7 +620,7 @@ fn run(args: Args) -> Result<(), String> {
             }
         }
         let base = base.expect("the round ran its plain run");
-        let idle_base = run_once(&java, &dir, baseline, 0, &file)?;
+        let idle_base = run_once(&java, program, baseline, 0, &file)?;
         if base.chunks > 0 {
             baseline_sizes.push(sizes_of(&base));
             eprintln!(
@@ -582,7 +630,7 @@ fn run(args: Args) -> Result<(), String> {
         }
         for (k, run) in runs.into_iter().enumerate() {
             let with = run.expect("the round ran every profiler");
-            let idle_with = run_once(&java, &dir, Some(measured[k].1), 0, &file)?;
+            let idle_with = run_once(&java, program, Some(measured[k].1), 0, &file)?;
             let startup_ms = (idle_with.cpu.as_secs_f64() - idle_base.cpu.as_secs_f64()) * 1e3;
             eprintln!(
                 "run {} {}: CPU {:.3}s -> {:.3}s, wall {:.3}s -> {:.3}s, {} samples, {} lost, {} bytes in {} chunks (floor {} bytes); start-up +{startup_ms:.1} ms CPU",
