@@ -108,23 +108,23 @@ impl Layout {
     fn offset_of(&self, vaddr: u64) -> Option<usize> {
         self.loads
             .iter()
-            .find(|s| s.vaddr <= vaddr && vaddr < s.vaddr + s.filesz)
-            .and_then(|s| usize::try_from(s.offset + (vaddr - s.vaddr)).ok())
+            .find(|s| s.vaddr <= vaddr && vaddr < s.vaddr.saturating_add(s.filesz))
+            .and_then(|s| usize::try_from(s.offset.saturating_add(vaddr - s.vaddr)).ok())
     }
 
     /// The end (file offset) of the segment bytes holding `vaddr`.
     fn segment_end(&self, vaddr: u64) -> Option<usize> {
         self.loads
             .iter()
-            .find(|s| s.vaddr <= vaddr && vaddr < s.vaddr + s.filesz)
-            .and_then(|s| usize::try_from(s.offset + s.filesz).ok())
+            .find(|s| s.vaddr <= vaddr && vaddr < s.vaddr.saturating_add(s.filesz))
+            .and_then(|s| usize::try_from(s.offset.saturating_add(s.filesz)).ok())
     }
 
     /// The index (in `loads`) of the segment whose memory holds `vaddr`.
     fn load_index(&self, vaddr: u64) -> Option<usize> {
         self.loads
             .iter()
-            .position(|s| s.vaddr <= vaddr && vaddr < s.vaddr + s.memsz)
+            .position(|s| s.vaddr <= vaddr && vaddr < s.vaddr.saturating_add(s.memsz))
     }
 
     /// `value` as an ELF address: itself if a segment holds it, else less the load bias if
@@ -149,7 +149,7 @@ pub fn rebuild(
 ) -> Result<Rebuilt, String> {
     let mut ehdr = [0u8; EHDR_BYTES];
     read(base, &mut ehdr).map_err(|e| format!("cannot read its ELF header: {e}"))?;
-    if ehdr[..4] != *b"\x7fELF" || ehdr[4] != 2 || ehdr[5] != 1 {
+    if ehdr[..4] != *b"\x7fELF" || ehdr[4] != 2 || ehdr[5] != 1 || ehdr[6] != 1 {
         return Err("no 64-bit little-endian ELF header at its base".into());
     }
     if u16_at(&ehdr, 0x12) != Some(MACHINE) {
@@ -202,6 +202,28 @@ pub fn rebuild(
             unreadable_segments += 1;
         }
     }
+    // The headers as read at the base, whatever the segments held (a segment that could not
+    // be read, or none at offset 0): the file is an ELF file with these program headers.
+    if bytes.len() < EHDR_BYTES {
+        bytes.resize(EHDR_BYTES, 0);
+    }
+    put(&mut bytes, 0, &ehdr);
+    let in_place = usize::try_from(phoff).ok().filter(|&at| {
+        at >= EHDR_BYTES && at % 8 == 0 && at.saturating_add(phdrs.len()) <= bytes.len()
+    });
+    let ph_at = match in_place {
+        Some(at) => at,
+        // Where the segments do not hold them: after the segments, and the header says so.
+        None => {
+            let at = bytes.len().next_multiple_of(8);
+            bytes.resize(at, 0);
+            bytes.extend_from_slice(&phdrs);
+            put(&mut bytes, 0x20, &(at as u64).to_le_bytes());
+            at
+        }
+    };
+    let mut headers = [0u8; EHDR_BYTES];
+    headers.copy_from_slice(&bytes[..EHDR_BYTES]);
     let layout = Layout { loads };
     let mut sections = Sections::default();
     for s in &layout.loads {
@@ -226,6 +248,9 @@ pub fn rebuild(
     for note in segments.iter().filter(|s| s.kind == PT_NOTE) {
         build_id_section(&bytes, &layout, note, &mut sections);
     }
+    // The headers again, over whatever the fixes above wrote where they overlap.
+    put(&mut bytes, 0, &headers);
+    put(&mut bytes, ph_at, &phdrs);
     let bytes = sections.finish(bytes);
     Ok(Rebuilt {
         bytes,
@@ -265,7 +290,7 @@ fn dynamic_symbols(
     };
     let (mut symtab, mut strtab, mut strsz, mut hash, mut gnu_hash) = (None, None, 0, None, None);
     let mut versions = Versions::default();
-    let end = start + dynamic.filesz as usize;
+    let end = start.saturating_add(dynamic.filesz as usize);
     let mut at = start;
     while at + 16 <= end {
         let (Some(tag), Some(value)) = (u64_at(bytes, at), u64_at(bytes, at + 8)) else {
@@ -506,7 +531,8 @@ fn eh_frame_sections(
     let Some(encoding) = bytes.get(hdr_at + 1).copied() else {
         return false;
     };
-    let Some(start) = read_encoded(bytes, hdr_at + 4, hdr.vaddr + 4, hdr.vaddr, encoding) else {
+    let field = hdr.vaddr.wrapping_add(4);
+    let Some(start) = read_encoded(bytes, hdr_at + 4, field, hdr.vaddr, encoding) else {
         return false;
     };
     let (Some(at), Some(end)) = (layout.offset_of(start), layout.segment_end(start)) else {
@@ -575,7 +601,7 @@ fn build_id_section(bytes: &[u8], layout: &Layout, note: &Segment, sections: &mu
     let Some(start) = layout.offset_of(note.vaddr) else {
         return;
     };
-    let end = start + note.filesz as usize;
+    let end = start.saturating_add(note.filesz as usize);
     let align4 = |n: usize| (n + 3) & !3;
     let mut at = start;
     while at + 12 <= end {
@@ -588,7 +614,7 @@ fn build_id_section(bytes: &[u8], layout: &Layout, note: &Segment, sections: &mu
         };
         let size = 12 + align4(namesz as usize) + align4(descsz as usize);
         if kind == 3 && bytes.get(at + 12..at + 16) == Some(b"GNU\0") {
-            let vaddr = note.vaddr + (at - start) as u64;
+            let vaddr = note.vaddr.wrapping_add((at - start) as u64);
             sections.add(
                 ".note.gnu.build-id",
                 SHT_NOTE,

@@ -21,7 +21,9 @@ fuzz_target!(|data: &[u8]| {
         }
     };
     if let Ok(rebuilt) = image::rebuild(BASE, 4096, 16 << 20, &read) {
-        assert!(object::File::parse(&*rebuilt.bytes).is_ok(), "not ELF");
+        if let Err(e) = object::File::parse(&*rebuilt.bytes) {
+            panic!("the rebuilt file is not ELF: {e}");
+        }
         let _ = build::build(&rebuilt.bytes, BASE, 0, 4096);
     }
 });

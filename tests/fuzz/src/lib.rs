@@ -30,6 +30,7 @@ pub fn symbolizer() -> Symbolizer {
         debug_dirs: Vec::new(),
         search_dirs,
         sysroots: Vec::new(),
+        kept_roots: Vec::new(),
         dwarf: true,
         debuginfod: None,
     })
