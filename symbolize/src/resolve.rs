@@ -484,7 +484,10 @@ fn open_library(library: &LibraryRef, options: &Options) -> (Loaded, Vec<String>
     let relative = recorded.strip_prefix("/").unwrap_or(recorded);
     candidates.extend(options.kept_roots.iter().map(|root| root.join(relative)));
     candidates.extend(options.sysroots.iter().map(|root| root.join(relative)));
-    if options.sysroots.is_empty() || expected.is_some() {
+    // A file at the path of a library deleted since it was mapped is another file: only
+    // taken when the recording's build-id says it is the same.
+    let deleted = library.path.ends_with(" (deleted)");
+    if (options.sysroots.is_empty() && !deleted) || expected.is_some() {
         candidates.push(recorded.to_path_buf());
     }
     let mut file = None;

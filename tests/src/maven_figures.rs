@@ -26,7 +26,7 @@ use crate::mavenlibs::{library_of, Built, MavenLib};
 pub struct Sample {
     /// `eventThread.javaName` (`None` for a thread that is not a Java thread).
     pub java_thread: Option<String>,
-    /// The Java stack is not truncated and ends in a thread's first frame ([`is_root`]).
+    /// The Java stack is not truncated and ends in a thread's first frame (`is_root`).
     pub whole: bool,
     /// Raw pcs, leaf first.
     pub pcs: Vec<u64>,

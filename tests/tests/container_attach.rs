@@ -555,7 +555,8 @@ fn attach_into_a_container_names_a_library_deleted_after_loading() {
     let out = attach(sandbox.pid, 4, &recording);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "jfrnative attach: {stderr}");
-    assert!(stderr.contains("the libraries the agent kept"), "{stderr}");
+    // Loaded before the attach: copied whole from the JVM's mapping by root.
+    assert!(stderr.contains("copied from its mappings"), "{stderr}");
     assert_tmp_clean(&sandbox);
     drop(sandbox);
     let json = report(&recording, &[]);
@@ -564,28 +565,150 @@ fn attach_into_a_container_names_a_library_deleted_after_loading() {
     for name in ["gone_mix", "gone_inner", "gone_outer"] {
         assert!(names.iter().any(|n| n == name), "{name} not in {names:?}");
     }
-    // Every sample in the library keeps its whole Java stack (down to Gone.main).
+    // Every sample in the library's innermost function keeps its native chain (the library's
+    // unwind table: it has no frame pointers) out to gone_outer, and its whole Java stack.
     let frames = json["frames"].as_array().unwrap();
     let name_of = |id: &Value| {
         frames[id.as_u64().unwrap() as usize]["name"]
             .as_str()
             .unwrap()
     };
-    let (mut inside, mut whole) = (0u64, 0u64);
+    let (mut inside, mut chained, mut whole) = (0u64, 0u64, 0u64);
     for stack in json["stacks"].as_array().unwrap() {
         let ids = stack["frames"].as_array().unwrap();
         let samples = stack["weight"]["samples"].as_u64().unwrap();
-        if ids.iter().any(|id| name_of(id) == "gone_inner") {
+        if ids.iter().any(|id| name_of(id) == "gone_mix") {
             inside += samples;
+            if ids.iter().any(|id| name_of(id) == "gone_outer") {
+                chained += samples;
+            }
             if ids.iter().any(|id| name_of(id) == "Gone.main") {
                 whole += samples;
             }
         }
     }
-    assert!(inside > 100, "{inside} samples in the library");
+    assert!(inside > 100, "{inside} samples in gone_mix");
+    assert!(
+        chained as f64 >= 0.99 * inside as f64,
+        "{chained} of {inside} reach gone_outer"
+    );
     assert!(
         whole as f64 >= 0.99 * inside as f64,
         "{whole} of {inside} whole"
     );
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The JVMs a sandbox can run (it mounts the host's `/usr`): JDK 17 and 25.
+fn sandbox_jdks() -> Vec<Jdk> {
+    let found: Vec<Jdk> = oracle_jdks()
+        .into_iter()
+        .filter(|j| j.home.starts_with("/usr/"))
+        .collect();
+    if found.len() < 2 {
+        missing(
+            "JDK 17 and 25 under /usr/ (the sandbox mounts only the host's /usr)",
+            "the container attach tests of jar libraries",
+        );
+    }
+    found
+}
+
+/// Waits until every library of `parts` is mapped by the JVM `pid` (its loaders ran).
+fn wait_for_libraries(pid: u32, libs: &[&tests::mavenlibs::MavenLib]) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+        if libs
+            .iter()
+            .all(|l| maps.lines().any(|line| l.matches(line)))
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not all of {libs:?} mapped: {maps}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Jar libraries in a container, attached to after they were loaded (as a user who attaches to
+/// a running service does): netty-tcnative and zstd-jni deleted right after loading (their
+/// files reach the host only through the kernel's `/proc/PID/map_files`, whole, with the
+/// `.symtab` that names their hot code), lz4-java on disk until the JVM exits. On JDK 17 and
+/// 25, with the JVM as nobody: after the JVM and its `/tmp` are gone, their frames are named as
+/// `nm` of the jars' files names them, and the Java stacks in them are whole.
+#[test]
+fn attach_into_a_container_names_jar_libraries_loaded_before() {
+    if !Sandbox::available() {
+        return;
+    }
+    let Some(class_path) = tests::jdk::third_party_reader(
+        "MAVENLIBS_CP",
+        "the container attach test of jar libraries",
+    ) else {
+        return;
+    };
+    let built = tests::mavenlibs::built(&class_path).unwrap_or_else(|e| panic!("{e}"));
+    let jars = Path::new(class_path.split(':').next().unwrap())
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let libs: Vec<_> = ["tcnative", "zstd", "lz4"]
+        .iter()
+        .filter_map(|k| tests::mavenlibs::LIBRARIES.iter().find(|l| l.key == *k))
+        .collect();
+    let tables = tests::maven_figures::symbol_tables(&built, &libs);
+    for jdk in sandbox_jdks() {
+        let work = work_dir(&format!("jars{}", jdk.major));
+        let mut args = vec![
+            "-Dnativelibs.keystore=/opt/app/tls.p12".to_string(),
+            "-cp".into(),
+            "/opt/jars/*:/opt/app".into(),
+            "NativeLibs".into(),
+            "120".into(),
+            "tls,zstd,lz4".into(),
+        ];
+        if jdk.major >= 22 {
+            args.insert(0, "--enable-native-access=ALL-UNNAMED".into());
+        }
+        let sandbox = Sandbox::start(
+            &work.join("root"),
+            "65534:65534",
+            false,
+            &[(&built.dir, "/opt/app"), (&jars, "/opt/jars")],
+            &jdk.tool("java"),
+            &args,
+        );
+        wait_for_libraries(sandbox.pid, &libs);
+        let recording = work.join("jars.jfr");
+        let out = attach(sandbox.pid, 4, &recording);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "JDK {}: {stderr}", jdk.major);
+        assert!(stderr.contains("copied from its mappings"), "{stderr}");
+        drop(sandbox);
+        let after = work.join("after.symbolized.jfr");
+        tests::workload::jfr_symbolize_ok(&recording, &["-q", "-o", after.to_str().unwrap()]);
+        let (samples, ranges) = tests::maven_figures::read(&jdk, &recording, &after);
+        let figures = tests::maven_figures::figures(&samples, &ranges, &tables);
+        for lib in &libs {
+            let f = figures.get(&(lib.key, true)).copied().unwrap_or_default();
+            let what = format!("JDK {}: {}", jdk.major, lib.key);
+            eprintln!("{what}: {}", f.line());
+            assert!(f.reach >= 100 && f.nameable >= 50, "{what}: {}", f.line());
+            assert!(
+                f.named as f64 >= 0.85 * f.nameable as f64,
+                "{what}: {}",
+                f.line()
+            );
+            assert_eq!(f.wrong, 0, "{what}: {}", f.line());
+            assert!(
+                f.whole as f64 >= 0.99 * f.reach as f64,
+                "{what}: {}",
+                f.line()
+            );
+        }
+        let _ = std::fs::remove_dir_all(&work);
+    }
 }

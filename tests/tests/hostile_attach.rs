@@ -670,3 +670,74 @@ fn a_link_planted_at_the_attach_trigger_is_never_written() {
     assert_worked_or_named("trigger", &result, &name);
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// The copies of libraries an attach writes as root beside the recording (`OUT.jfr.libs`): a
+/// link planted at that name by a user who can write beside the output, pointing at the
+/// victim's directory, is removed, never followed; and inside the container, the JVM's user
+/// plants, in the agent's own kept libraries in the stage (`NAME.libs`), a link to the victim,
+/// which is never read.
+#[test]
+fn planted_links_at_the_kept_libraries_are_never_followed() {
+    let work = work_dir("kept-libs");
+    let sandbox = sandboxed_burner(&work, "65534:65534", "rw");
+    let victim = Victim::plant("kept-libs", "libburner.so");
+    let out = work.join("kept.jfr");
+    let kept = work.join("kept.jfr.libs");
+    std::os::unix::fs::symlink(&victim.dir, &kept).unwrap();
+    let tmp = PathBuf::from(format!("/proc/{}/root/tmp", sandbox.pid));
+    // Once the stage exists, the JVM's user puts a link to the victim where the agent keeps
+    // its libraries (the agent keeps none of its own here: the burner's library is not in a
+    // temporary directory).
+    let planter = {
+        let (tmp, to) = (tmp.clone(), victim.file.clone());
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            // Long enough for the first attach of a test process, which builds the tools.
+            while started.elapsed() < Duration::from_secs(300) {
+                let stage = std::fs::read_dir(&tmp)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .find(|e| e.file_name().to_string_lossy().starts_with("jfrnative-"));
+                if let Some(stage) = stage {
+                    std::thread::sleep(Duration::from_millis(500));
+                    let libs = stage.path().join("kept.jfr.libs/tmp");
+                    std::fs::create_dir_all(&libs).unwrap();
+                    std::os::unix::fs::symlink(&to, libs.join("libplanted.so")).unwrap();
+                    // As the container's user made it.
+                    for p in [stage.path().join("kept.jfr.libs"), libs.clone()] {
+                        std::os::unix::fs::lchown(&p, Some(65534), Some(65534)).unwrap();
+                    }
+                    std::os::unix::fs::lchown(libs.join("libplanted.so"), Some(65534), Some(65534))
+                        .unwrap();
+                    // And a plain file of that user: copied, into a directory of our own.
+                    std::fs::write(libs.join("liblegit.so"), b"legit").unwrap();
+                    std::os::unix::fs::lchown(libs.join("liblegit.so"), Some(65534), Some(65534))
+                        .unwrap();
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            false
+        })
+    };
+    let result = attach(sandbox.pid, 4, out.to_str().unwrap());
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(
+        planter.join().unwrap(),
+        "the stage never appeared: {stderr}"
+    );
+    drop(sandbox);
+    assert!(result.status.success(), "{stderr}");
+    victim.assert_intact("kept-libs");
+    victim.assert_not_in("kept-libs", &outputs_of(&out));
+    let meta = std::fs::symlink_metadata(&kept).unwrap();
+    assert!(meta.is_dir() && meta.mode() & 0o777 == 0o700, "{meta:?}");
+    assert!(!kept.join("tmp/libplanted.so").exists(), "{stderr}");
+    assert_eq!(
+        std::fs::read(kept.join("tmp/liblegit.so")).unwrap(),
+        b"legit",
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -4,7 +4,7 @@
 //! resolved inside the JVM's root ([`crate::confined::root`]) as the JVM's user, taken only
 //! when it is a plain file, and kept only at a path made of plain names under the copy's root.
 
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use nix::fcntl::OFlag;
@@ -29,8 +29,7 @@ pub fn recorded_libraries(recording: &Path) -> Vec<String> {
             }
         }
     }
-    // A file deleted after it was loaded is not on any path: the agent keeps its image.
-    paths.retain(|p| p.starts_with('/') && !p.ends_with(" (deleted)"));
+    paths.retain(|p| p.starts_with('/'));
     paths.sort_unstable();
     paths.dedup();
     paths
@@ -70,7 +69,8 @@ pub fn keep_libraries(target: &Target, paths: &[String], root: &Path, bound: u64
             return kept;
         }
     };
-    for path in paths {
+    // A file deleted after it was loaded is on no path: see `keep_deleted`.
+    for path in paths.iter().filter(|p| !p.ends_with(DELETED)) {
         let Some(relative) = plain_relative(path) else {
             kept.skipped
                 .push((path.clone(), "not a plain absolute path".to_string()));
@@ -99,6 +99,121 @@ pub fn keep_libraries(target: &Target, paths: &[String], root: &Path, bound: u64
         }
     }
     kept
+}
+
+/// The kernel's mark on a mapped file deleted since.
+const DELETED: &str = " (deleted)";
+
+/// The libraries `recording` names whose file was deleted after the JVM mapped it, with the
+/// address each was mapped at, once each.
+pub fn recorded_deleted_libraries(recording: &Path) -> Vec<(String, u64)> {
+    let mut found = Vec::new();
+    let files = symbolize::driver::input_files(&[recording.to_path_buf()]).unwrap_or_default();
+    for file in files {
+        let Ok(bytes) = std::fs::read(&file) else {
+            continue;
+        };
+        for chunk in symbolize::jfr::chunks(&bytes).map_while(Result::ok) {
+            if let Ok(profile) = symbolize::profile::read_chunk(&chunk) {
+                found.extend(
+                    profile
+                        .libraries
+                        .into_iter()
+                        .filter(|l| l.path.starts_with('/') && l.path.ends_with(DELETED))
+                        .map(|l| (l.path, l.base)),
+                );
+            }
+        }
+    }
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+/// The mapping that starts at `base` at file offset 0 in `/proc/PID/maps` text: its range
+/// (`START-END`, as `/proc/PID/map_files/` names it) and inode. By address, not by path: the
+/// JVM's path is as its root sees it, the map's as the reader's does.
+fn mapping_at(maps: &str, base: u64) -> Option<(String, u64)> {
+    maps.lines().find_map(|line| {
+        let mut fields = line.split_whitespace();
+        let (range, _perms, offset, _dev, inode) = (
+            fields.next()?,
+            fields.next()?,
+            fields.next()?,
+            fields.next()?,
+            fields.next()?,
+        );
+        let start = u64::from_str_radix(range.split_once('-')?.0, 16).ok()?;
+        let at_start = start == base && u64::from_str_radix(offset, 16) == Ok(0);
+        at_start.then(|| Some((range.to_string(), inode.parse().ok()?)))?
+    })
+}
+
+/// Copies the libraries of `libraries` (path and base address, as the recording has them) that
+/// the JVM `pid` maps with their file deleted (a jar's native code, unpacked to /tmp and deleted
+/// after loading) to their paths under `root`, whole, through the kernel's
+/// `/proc/PID/map_files/START-END` (root only): the very file the JVM mapped, which no path
+/// reaches any more, checked by inode against the map. An existing file under `root` is left
+/// as it is; at most `bound` bytes in all.
+pub fn keep_deleted(pid: u32, libraries: &[(String, u64)], root: &Path, bound: u64) -> Kept {
+    let mut kept = Kept::default();
+    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+        return kept;
+    };
+    for (path, base) in libraries {
+        let (Some(relative), Some((range, inode))) = (
+            plain_relative(path.trim_end_matches(DELETED)),
+            mapping_at(&maps, *base),
+        ) else {
+            continue;
+        };
+        let to = root.join(relative);
+        if to.exists() {
+            continue;
+        }
+        let room = bound.saturating_sub(kept.bytes);
+        match copy_mapped(pid, &range, inode, &to, room) {
+            Ok(Some(len)) => {
+                kept.files += 1;
+                kept.bytes += len;
+            }
+            Ok(None) => kept.left_out.push(path.clone()),
+            Err(why) => kept.skipped.push((path.clone(), why)),
+        }
+    }
+    kept
+}
+
+/// Copies the file mapped at `range` of `pid` to `to` if it is a plain file of inode `inode`
+/// no larger than `room`: its length, or `None` past the bound.
+fn copy_mapped(
+    pid: u32,
+    range: &str,
+    inode: u64,
+    to: &Path,
+    room: u64,
+) -> Result<Option<u64>, String> {
+    // Non-blocking: the mapping could be a device or a FIFO-like file the container serves.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(format!("/proc/{pid}/map_files/{range}"))
+        .map_err(|e| format!("cannot open its mapping {range}: {e}"))?;
+    let stat =
+        nix::sys::stat::fstat(std::os::fd::AsRawFd::as_raw_fd(&file)).map_err(|e| e.to_string())?;
+    check_regular(&stat, None, u64::MAX)?;
+    if stat.st_ino != inode {
+        return Err("its mapping is another file now".into());
+    }
+    let len = stat.st_size as u64;
+    if len > room {
+        return Ok(None);
+    }
+    to.parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| crate::mirror::copy_atomically(file, len, to))
+        .map_err(|e| format!("cannot write {}: {e}", to.display()))?;
+    Ok(Some(len))
 }
 
 /// The library `path` of the JVM, opened inside its root as its user: `None` when it is larger
@@ -152,6 +267,59 @@ mod tests {
         let kept = keep_libraries(&me, &paths, &top.path().join("none"), 0);
         assert_eq!((kept.files, kept.bytes), (0, 0));
         assert_eq!(kept.left_out, [exe]);
+    }
+
+    /// A library of this process, deleted after loading: copied whole through map_files.
+    #[test]
+    fn a_deleted_library_is_copied_from_its_mapping() {
+        let top = tempfile::tempdir().unwrap();
+        let src = top.path().join("d.c");
+        std::fs::write(
+            &src,
+            "static int s(int a) { return a * 5; }\nint dcopy(int a) { return s(a); }\n",
+        )
+        .unwrap();
+        let lib = top.path().join("libdcopy.so");
+        let ok = std::process::Command::new("gcc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&lib)
+            .arg(&src)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        let bytes = std::fs::read(&lib).unwrap();
+        let c = std::ffi::CString::new(lib.to_str().unwrap()).unwrap();
+        // SAFETY: dlopen of a library built above, with no constructors.
+        let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW) };
+        assert!(!handle.is_null());
+        std::fs::remove_file(&lib).unwrap();
+        let path = format!("{}{DELETED}", lib.display());
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let base = maps
+            .lines()
+            .find(|l| l.ends_with(&path))
+            .and_then(|l| u64::from_str_radix(l.split('-').next()?, 16).ok())
+            .unwrap();
+        let root = top.path().join("kept");
+        let libraries = [
+            (path.clone(), base),
+            ("/usr/lib/x.so (deleted)".into(), 0x1000),
+        ];
+        let kept = keep_deleted(std::process::id(), &libraries, &root, 1 << 30);
+        assert_eq!(kept.files, 1, "{kept:?}");
+        let copy = root.join(lib.strip_prefix("/").unwrap());
+        assert_eq!(std::fs::read(&copy).unwrap(), bytes);
+        // Past the bound: left out, and said.
+        let kept = keep_deleted(
+            std::process::id(),
+            &libraries[..1],
+            &top.path().join("small"),
+            10,
+        );
+        assert_eq!(kept.left_out.len(), 1);
+        // SAFETY: the handle from dlopen above.
+        unsafe { libc::dlclose(handle) };
     }
 
     #[test]

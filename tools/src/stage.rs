@@ -208,7 +208,8 @@ impl Stage {
     }
 
     /// Copies the stage's directory `sub` (the agent's kept libraries), every plain file of the
-    /// JVM's user in it at most [`STAGE_DEPTH`] levels down, to the same names under `to`
+    /// JVM's user in it at most `COPY_DEPTH` levels down (`COPY_FILES` at most), to the same
+    /// names under `to` (a directory the caller made fresh, for itself alone)
     /// (files already there are left as they are), at most `max_bytes` in all: (files, bytes,
     /// what was refused). Names are taken one by one through descriptors: a link in the tree
     /// is refused, never followed.
@@ -221,7 +222,7 @@ impl Stage {
             self.dir.open_dir(sub)
         };
         if let Ok(dir) = dir {
-            copy_dir(&self.target, &dir, to, max_bytes, STAGE_DEPTH, &mut copied);
+            copy_dir(&self.target, &dir, to, max_bytes, COPY_DEPTH, &mut copied);
         }
         copied
     }
@@ -238,6 +239,11 @@ impl Stage {
 /// level; the agent's kept libraries keep their paths under `NAME.libs`).
 const STAGE_DEPTH: u32 = 24;
 
+/// How deep [`Stage::copy_tree`] goes (a kept library's path: `tmp/jna-123/jna456.tmp` is 3).
+const COPY_DEPTH: u32 = 12;
+/// Most files [`Stage::copy_tree`] copies (the stage is the container's to fill).
+const COPY_FILES: usize = 1024;
+
 /// [`Stage::copy_tree`]'s walk of `dir` into `to`, `depth` levels more at most: the stage is
 /// read as the JVM's user (through descriptors), the copies written as the caller.
 fn copy_dir(
@@ -251,6 +257,12 @@ fn copy_dir(
     let as_user = || target.as_user().map_err(Refused::Io);
     let names = as_user().ok().and_then(|_as| dir.names().ok());
     for name in names.unwrap_or_default() {
+        if copied.0 >= COPY_FILES {
+            copied
+                .2
+                .push(format!("{}: more than {COPY_FILES} files", to.display()));
+            return;
+        }
         let dest = to.join(&name);
         let left = max_bytes.saturating_sub(copied.1);
         let opened = as_user().and_then(|_as| dir.open_regular(&name, left));

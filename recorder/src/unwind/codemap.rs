@@ -138,7 +138,8 @@ impl CodeMap {
         // to be read: the agent's own table builder, a JDK reading an ELF file), and so does
         // one of another file or at a lower offset; anonymous mappings between (a library's
         // .bss, alignment gaps) keep the run open.
-        let mut runs: Vec<(Library, bool, u64)> = Vec::new();
+        // (library, has code, last offset, last end)
+        let mut runs: Vec<(Library, bool, u64, u64)> = Vec::new();
         for line in maps.lines() {
             let mut fields = line.split_whitespace();
             let (Some(range), Some(perms), Some(offset), Some(dev), Some(inode)) = (
@@ -169,9 +170,16 @@ impl CodeMap {
             let exec = perms.as_bytes().get(2) == Some(&b'x');
             let file_backed = path.starts_with('/') || path == "[vdso]";
             if file_backed {
-                let extends = runs.last().is_some_and(|(lib, _, last_offset)| {
-                    offset != 0 && lib.path == path && lib.inode == inode && offset >= *last_offset
-                });
+                // lld puts a library's first code in the file page of its headers: its code
+                // (and what follows) is mapped at offset 0 again, right after the first mapping.
+                let extends = runs
+                    .last()
+                    .is_some_and(|(lib, has_code, last_offset, last_end)| {
+                        let same = lib.path == path && lib.inode == inode;
+                        let next_part = offset != 0 && offset >= *last_offset;
+                        let again_at_0 = offset == 0 && start == *last_end && (exec || *has_code);
+                        same && (next_part || again_at_0)
+                    });
                 if !extends {
                     let lib = Library {
                         path: path.clone(),
@@ -181,12 +189,13 @@ impl CodeMap {
                         inode,
                         dev,
                     };
-                    runs.push((lib, false, offset));
+                    runs.push((lib, false, offset, end));
                 }
-                if let Some((lib, has_code, last_offset)) = runs.last_mut() {
+                if let Some((lib, has_code, last_offset, last_end)) = runs.last_mut() {
                     lib.top = lib.top.max(end);
                     *has_code |= exec;
                     *last_offset = offset;
+                    *last_end = end;
                 }
             }
             if exec {
@@ -382,6 +391,26 @@ mod tests {
         let demo = &m.libraries[0];
         assert_eq!((demo.base, demo.top), (0x7f0000000000, 0x7f0000004000));
         assert_eq!(m.kind(0x7f0000001800), Code::Native);
+        assert_eq!(m.ranges[0].library, Some(0));
+    }
+
+    /// lld's layout (clang, rustc 1.90+): the code shares the file page of the headers, so
+    /// every mapping of the library is at offset 0; the library starts at its first one.
+    #[test]
+    fn a_library_linked_by_lld_is_one_library() {
+        let maps = "\
+7f0000000000-7f0000001000 r--p 00000000 fe:01 11 /usr/lib/liblld.so
+7f0000001000-7f0000002000 r-xp 00000000 fe:01 11 /usr/lib/liblld.so
+7f0000002000-7f0000003000 r--p 00000000 fe:01 11 /usr/lib/liblld.so
+7f0000003000-7f0000004000 rw-p 00000000 fe:01 11 /usr/lib/liblld.so
+";
+        let m = CodeMap::parse(maps, None);
+        assert_eq!(m.libraries.len(), 1, "{:?}", m.libraries);
+        let lib = &m.libraries[0];
+        assert_eq!(
+            (lib.base, lib.top, lib.file_offset),
+            (0x7f0000000000, 0x7f0000004000, 0)
+        );
         assert_eq!(m.ranges[0].library, Some(0));
     }
 

@@ -79,8 +79,9 @@ fn read_u64(address: u64) -> Option<u64> {
     Some(u64::from_ne_bytes(b))
 }
 
-/// The address of the import slot through which the object named `...suffix` calls `symbol`.
-pub fn import_slot(suffix: &str, symbol: &str) -> Result<u64, String> {
+/// The addresses of the import slots through which the object named `...suffix` calls
+/// `symbol` (a PLT slot, and a GOT slot for calls that bypass the PLT), at least one.
+pub fn import_slots(suffix: &str, symbol: &str) -> Result<Vec<u64>, String> {
     let object = find_object(suffix).ok_or_else(|| format!("no loaded object {suffix}"))?;
     // An address the loader relocated in place, or one still relative to the object.
     let absolute = |v: u64| if v >= object.bias { v } else { object.bias + v };
@@ -108,6 +109,7 @@ pub fn import_slot(suffix: &str, symbol: &str) -> Result<u64, String> {
     if symtab == 0 || strtab == 0 {
         return Err("no dynamic symbol table".into());
     }
+    let mut slots = Vec::new();
     for (start, size) in tables.into_iter().filter(|&(s, n)| s != 0 && n != 0) {
         let mut relocations = vec![0u8; size.min(64 << 20) as usize];
         read_own_memory(start, &mut relocations).map_err(|e| e.to_string())?;
@@ -128,11 +130,21 @@ pub fn import_slot(suffix: &str, symbol: &str) -> Result<u64, String> {
                 && name[..symbol.len()] == *symbol.as_bytes()
                 && name[symbol.len()] == 0
             {
-                return Ok(object.bias + offset);
+                slots.push(object.bias + offset);
             }
         }
     }
-    Err(format!("it does not import {symbol}"))
+    slots.sort_unstable();
+    slots.dedup();
+    if slots.is_empty() {
+        return Err(format!("it does not import {symbol}"));
+    }
+    Ok(slots)
+}
+
+/// The value in the slot at `slot`.
+pub fn read_slot(slot: u64) -> Option<usize> {
+    read_u64(slot).map(|v| v as usize)
 }
 
 /// The protection of the page at `address`, from `/proc/self/maps`.
@@ -178,9 +190,12 @@ pub fn write_slot(slot: u64, value: usize) -> Result<(), String> {
     // SAFETY: `slot` is an aligned, mapped, now writable 8-byte import slot of a loaded object;
     // the loader and callers read it as one pointer, so one atomic store replaces it whole.
     unsafe { (*(slot as *const AtomicUsize)).store(value, Ordering::SeqCst) };
-    if !writable {
-        // SAFETY: as above; the page gets its protection back.
-        unsafe { libc::mprotect(page, page_size as usize, original) };
+    // SAFETY: as above; the page gets its protection back.
+    if !writable && unsafe { libc::mprotect(page, page_size as usize, original) } != 0 {
+        return Err(format!(
+            "the slot was written, but its page could not be made read-only again: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     Ok(())
 }
@@ -225,7 +240,9 @@ mod tests {
             std::mem::transmute::<*mut c_void, extern "C" fn() -> libc::pid_t>(f)
         };
         assert_eq!(call(), std::process::id() as libc::pid_t);
-        let slot = import_slot("/libgotcase.so", "getpid").unwrap();
+        let slots = import_slots("/libgotcase.so", "getpid").unwrap();
+        assert_eq!(slots.len(), 1, "{slots:x?}");
+        let slot = slots[0];
         let before = protection(slot).unwrap();
         assert_eq!(
             before & libc::PROT_WRITE,
@@ -235,8 +252,8 @@ mod tests {
         write_slot(slot, not_getpid as *const () as usize).unwrap();
         assert_eq!(call(), 4242);
         assert_eq!(protection(slot), Some(before));
-        assert!(import_slot("/libgotcase.so", "no_such_import").is_err());
-        assert!(import_slot("/libnot-loaded.so", "getpid").is_err());
+        assert!(import_slots("/libgotcase.so", "no_such_import").is_err());
+        assert!(import_slots("/libnot-loaded.so", "getpid").is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -15,8 +15,9 @@
 //!
 //! The dynamic loader relocates some of the dynamic segment's pointers in place (glibc adds
 //! the load bias to `DT_SYMTAB`, `DT_STRTAB` and others); they are taken back to ELF addresses.
-//! A writable segment holds what the process wrote since (relocated pointers, data): only the
-//! read-only segments are the file's bytes exactly.
+//! A writable segment holds what the process wrote since (relocated pointers, data, maybe
+//! secrets): it is left as zeros, but for the dynamic segment; the read-only segments are the
+//! file's bytes exactly.
 //!
 //! Memory is read through a function (in the agent, [`crate::os::read_own_memory`]: a library
 //! unloaded meanwhile is an error, never a fault), so the rebuild is tested from files too.
@@ -200,6 +201,26 @@ pub fn rebuild(
         if read(bias.wrapping_add(s.vaddr), dst).is_err() {
             dst.fill(0);
             unreadable_segments += 1;
+        }
+    }
+    // What the process wrote into its writable segments (data, relocated pointers, secrets in
+    // initialised globals) is not the file's and does not leave the process: zeros, but for
+    // the dynamic segment (its pointers are taken back to ELF addresses below).
+    let dynamic = segments.iter().find(|s| s.kind == PT_DYNAMIC).copied();
+    for s in loads.iter().filter(|s| s.flags & PF_W != 0) {
+        let (start, end) = (s.offset as usize, (s.offset + s.filesz) as usize);
+        let keep = dynamic
+            .filter(|d| s.vaddr <= d.vaddr && d.vaddr < s.vaddr.saturating_add(s.filesz))
+            .map(|d| {
+                let from = start + (d.vaddr - s.vaddr) as usize;
+                (from, from.saturating_add(d.filesz as usize).min(end))
+            });
+        match keep {
+            Some((from, to)) => {
+                bytes[start..from].fill(0);
+                bytes[to..end].fill(0);
+            }
+            None => bytes[start..end].fill(0),
         }
     }
     // The headers as read at the base, whatever the segments held (a segment that could not

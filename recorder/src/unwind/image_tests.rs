@@ -128,7 +128,8 @@ fn a_deleted_library_gets_the_table_its_file_would_give() {
          __attribute__((noinline)) long mid(long a) { long s = 0; for (long i = 0; i < a; i++) \
          s += leaf(i) ^ s; return s; }\n\
          long gone_outer(long a) { char buf[64]; for (int i = 0; i < 64; i++) buf[i] = a + i; \
-         return mid(buf[a & 63]) + buf[7]; }\n",
+         return mid(buf[a & 63]) + buf[7]; }\n\
+         char gone_secret[] = \"s3cr3t-in-writable-data\";\n",
     )
     .unwrap();
     let status = Command::new("gcc")
@@ -175,6 +176,10 @@ fn a_deleted_library_gets_the_table_its_file_would_give() {
     let rebuilt = tables::rebuilt_image(&gone).unwrap();
     let copy = dir.join("rebuilt.so");
     std::fs::write(&copy, &rebuilt.bytes).unwrap();
+    // What the process wrote (or keeps) in its writable data does not leave it.
+    let secret = b"s3cr3t-in-writable-data";
+    assert!(data.windows(secret.len()).any(|w| w == secret));
+    assert!(!rebuilt.bytes.windows(secret.len()).any(|w| w == secret));
     let (functions, _) = nm_defined(&copy);
     assert_eq!(functions, nm_defined(&lib).0);
     assert!(functions.iter().any(|(_, n)| n == "gone_outer"));

@@ -4,7 +4,7 @@
 //!
 //! How: the JVM loads every JNI library through `dlopen`, called from `libjvm.so` (`System.load`
 //! → `JVM_LoadLibrary` → `os::dll_load`). [`install`] points `libjvm.so`'s import of `dlopen`
-//! (its GOT slot, found through its dynamic relocations) at [`hooked_dlopen`], as async-profiler
+//! (its GOT slot, found through its dynamic relocations) at `hooked_dlopen`, as async-profiler
 //! does. That calls the real `dlopen` and, when it succeeds, opens the file it was given
 //! (read-only) and keeps the descriptor: the caller deletes the file only after `dlopen`
 //! returns, and a deleted file stays readable through an open descriptor. The code map's
@@ -13,7 +13,7 @@
 //! Why it is safe:
 //! - nothing runs in the signal handler: the hook runs on the thread that loads the library;
 //! - no deadlock under the dynamic loader's lock: the hook opens the file after the real
-//!   `dlopen` has returned (and released that lock), and takes only [`HELD`]'s lock, which
+//!   `dlopen` has returned (and released that lock), and takes only `HELD`'s lock, which
 //!   neither a signal handler nor the loader ever takes;
 //! - the slot is written with one aligned 8-byte store (a concurrent call sees the old or the
 //!   new function), its page made writable for that store only and given back its exact
@@ -28,11 +28,12 @@
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::fs::File;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::os;
+use crate::unwind::got;
 
 /// Most files held open.
 pub const MAX_HELD: usize = 64;
@@ -42,8 +43,9 @@ type Dlopen = unsafe extern "C" fn(*const c_char, c_int) -> *mut c_void;
 /// The real `dlopen` (set before the hook is installed).
 static REAL_DLOPEN: AtomicUsize = AtomicUsize::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
-/// Libraries loaded since the hook was installed: (device, inode, the open file).
-static HELD: Mutex<VecDeque<(u64, u64, File)>> = Mutex::new(VecDeque::new());
+/// Libraries loaded since the hook was installed: (inode, the open file). By inode alone: the
+/// code map's device differs from `stat`'s on overlayfs before Linux 6.8.
+static HELD: Mutex<VecDeque<(u64, File)>> = Mutex::new(VecDeque::new());
 /// Libraries the hook held (for the summary).
 pub static LOADS_HELD: AtomicUsize = AtomicUsize::new(0);
 
@@ -73,7 +75,12 @@ fn hold(path: &CStr) {
     if !path.starts_with('/') {
         return;
     }
-    let Ok(file) = File::open(path) else {
+    // Non-blocking: a FIFO planted at the path must not hold the loading thread.
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    else {
         return;
     };
     let Ok(metadata) = file.metadata() else {
@@ -83,22 +90,24 @@ fn hold(path: &CStr) {
         return;
     }
     if let Ok(mut held) = HELD.lock() {
-        held.retain(|(dev, ino, _)| (*dev, *ino) != (metadata.dev(), metadata.ino()));
+        let new = !held.iter().any(|(ino, _)| *ino == metadata.ino());
+        held.retain(|(ino, _)| *ino != metadata.ino());
         while held.len() >= MAX_HELD {
             held.pop_front();
         }
-        held.push_back((metadata.dev(), metadata.ino(), file));
-        LOADS_HELD.fetch_add(1, Ordering::Relaxed);
+        held.push_back((metadata.ino(), file));
+        if new {
+            LOADS_HELD.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
-/// The file the hook held for the library of device `dev` and inode `inode`, if any (a new
-/// descriptor of it).
-pub fn held_file(dev: u64, inode: u64) -> Option<File> {
+/// The file the hook held for the library of inode `inode`, if any (a new descriptor of it).
+pub fn held_file(inode: u64) -> Option<File> {
     let held = HELD.lock().ok()?;
     held.iter()
-        .find(|(d, i, _)| (*d, *i) == (dev, inode))
-        .and_then(|(_, _, f)| f.try_clone().ok())
+        .find(|(i, _)| *i == inode)
+        .and_then(|(_, f)| f.try_clone().ok())
 }
 
 /// Whether the hook is in place.
@@ -106,14 +115,40 @@ pub fn installed() -> bool {
     INSTALLED.load(Ordering::Relaxed)
 }
 
+/// Whether `address` lies in the loaded object named `...suffix` (`dladdr`).
+fn in_object(address: usize, suffix: &str) -> bool {
+    // SAFETY: dladdr only reads the loader's tables and writes into `info`.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; `address` is only looked up, never dereferenced.
+    let found = unsafe { libc::dladdr(address as *const c_void, &mut info) } != 0;
+    // SAFETY: dli_fname, when set, is the object's NUL-terminated name, valid while loaded.
+    found
+        && !info.dli_fname.is_null()
+        && unsafe { CStr::from_ptr(info.dli_fname) }
+            .to_string_lossy()
+            .ends_with(suffix)
+}
+
 /// Points `libjvm.so`'s `dlopen` import at the hook (once per process). The error says why not.
 pub fn install() -> Result<(), String> {
     if INSTALLED.load(Ordering::Acquire) {
         return Ok(());
     }
-    let slot = crate::unwind::got::import_slot("/libjvm.so", "dlopen")?;
-    REAL_DLOPEN.store(libc::dlopen as Dlopen as usize, Ordering::Release);
-    crate::unwind::got::write_slot(slot, hooked_dlopen as Dlopen as usize)?;
+    let slots = got::import_slots("/libjvm.so", "dlopen")?;
+    let hook = hooked_dlopen as Dlopen as usize;
+    // Chained to what the slot holds when that is another agent's hook (async-profiler patches
+    // the same import), else libc's dlopen (also when the slot still points at libjvm's own
+    // PLT: lazy binding not done yet).
+    let previous = slots.iter().find_map(|&s| got::read_slot(s)).unwrap_or(0);
+    let real = if previous != 0 && previous != hook && !in_object(previous, "/libjvm.so") {
+        previous
+    } else {
+        libc::dlopen as Dlopen as usize
+    };
+    REAL_DLOPEN.store(real, Ordering::Release);
+    for slot in slots {
+        got::write_slot(slot, hook)?;
+    }
     INSTALLED.store(true, Ordering::Release);
     Ok(())
 }
@@ -147,7 +182,7 @@ mod tests {
         assert!(!handle.is_null());
         let metadata = std::fs::metadata(&lib).unwrap();
         std::fs::remove_file(&lib).unwrap();
-        let mut held = held_file(metadata.dev(), metadata.ino()).expect("held");
+        let mut held = held_file(metadata.ino()).expect("held");
         let mut read = Vec::new();
         std::io::Read::read_to_end(&mut held, &mut read).unwrap();
         assert_eq!(read, bytes);

@@ -4,7 +4,7 @@
 //! a new native method: see [`super::watcher`]); the code map hands the tables to the handler.
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -91,19 +91,25 @@ enum Source {
 }
 
 /// The file `lib` maps, open: the one the load hook held from its `dlopen` on (a file deleted
-/// since stays readable), else the file at its path if it is still the one mapped (same device
-/// and inode); `None` when it is gone or replaced.
+/// since stays readable), else the file at its path if it is still the one mapped (same inode);
+/// `None` when it is gone or replaced.
 pub fn mapped_file(lib: &Library) -> Option<std::fs::File> {
-    if let Some(file) = super::load_hook::held_file(lib.dev, lib.inode) {
+    if let Some(file) = super::load_hook::held_file(lib.inode) {
         return Some(file);
     }
     if is_deleted(lib) {
         return None;
     }
-    let file = std::fs::File::open(&lib.path).ok()?;
+    // Non-blocking: a FIFO planted at the path must not hold the writer.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&lib.path)
+        .ok()?;
     let metadata = file.metadata().ok()?;
-    let same = metadata.ino() == lib.inode && (lib.dev == 0 || metadata.dev() == lib.dev);
-    (same && metadata.is_file()).then_some(file)
+    // By inode alone: on overlayfs (containers) before Linux 6.8 the map names the backing
+    // device and `stat` the overlay's.
+    (metadata.ino() == lib.inode && metadata.is_file()).then_some(file)
 }
 
 /// Builds `lib`'s table from its file, from memory for the vDSO, and from its rebuilt image

@@ -155,15 +155,20 @@ impl Keeper {
     fn keep(&self, root: &Path, lib: &Library) -> Result<Kept, String> {
         let relative = plain_relative(&lib.path).ok_or("not a plain absolute path")?;
         let room = self.max_bytes.saturating_sub(self.used_bytes);
-        let (bytes, from_memory) = match self.file_bytes(lib, room)? {
-            Some(bytes) => (bytes, false),
-            None => (tables::rebuilt_image(lib)?.bytes, true),
+        let source = match tables::mapped_file(lib) {
+            Some(file) => {
+                let len = file.metadata().map_err(|e| e.to_string())?.len();
+                Source::File(file, len)
+            }
+            None => Source::Memory(tables::rebuilt_image(lib)?.bytes),
         };
-        if bytes.len() as u64 > room {
+        let len = match &source {
+            Source::File(_, len) => *len,
+            Source::Memory(bytes) => bytes.len() as u64,
+        };
+        if len > room {
             return Err(format!(
-                "{} bytes would pass keep_libs_max ({} bytes left)",
-                bytes.len(),
-                room
+                "{len} bytes would pass keep_libs_max ({room} bytes left)"
             ));
         }
         let target = root.join(&relative);
@@ -174,40 +179,50 @@ impl Keeper {
                 .create(parent)
                 .map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
         }
-        let mut file = OpenOptions::new()
+        let mut out = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&target)
             .map_err(|e| format!("cannot create {}: {e}", target.display()))?;
-        file.write_all(&bytes)
-            .map_err(|e| format!("cannot write {}: {e}", target.display()))?;
+        let written = match &source {
+            // Streamed from offset 0 (a held file's descriptors share one offset): no copy of
+            // a large library in the JVM's heap.
+            Source::File(file, len) => copy_from_start(file, *len, &mut out),
+            Source::Memory(bytes) => out.write_all(bytes),
+        };
+        written.map_err(|e| format!("cannot write {}: {e}", target.display()))?;
         Ok(Kept {
             path: lib.path.clone(),
-            from_memory,
-            bytes: bytes.len() as u64,
+            from_memory: matches!(source, Source::Memory(_)),
+            bytes: len,
         })
     }
+}
 
-    /// The bytes of `lib`'s file if it can still be read ([`tables::mapped_file`]: held from
-    /// its load on, or still at its path); `None`: rebuild it from memory.
-    fn file_bytes(&self, lib: &Library, room: u64) -> Result<Option<Vec<u8>>, String> {
-        let Some(file) = tables::mapped_file(lib) else {
-            return Ok(None);
-        };
-        let len = file.metadata().map_err(|e| e.to_string())?.len();
-        if len > room {
-            return Err(format!(
-                "{len} bytes would pass keep_libs_max ({room} bytes left)"
-            ));
+/// Where a kept copy comes from.
+enum Source {
+    /// The file, open, and its length.
+    File(std::fs::File, u64),
+    /// The file rebuilt from memory.
+    Memory(Vec<u8>),
+}
+
+/// Copies the first `len` bytes of `file` into `out` in 64 KiB pieces, by position.
+fn copy_from_start(file: &std::fs::File, len: u64, out: &mut std::fs::File) -> std::io::Result<()> {
+    let mut piece = vec![0u8; 64 << 10];
+    let mut at = 0u64;
+    while at < len {
+        let want = (len - at).min(piece.len() as u64) as usize;
+        let n = std::os::unix::fs::FileExt::read_at(file, &mut piece[..want], at)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
-        // From offset 0 whatever the descriptor's offset: a held file's descriptors share one.
-        let mut bytes = vec![0u8; len as usize];
-        std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, 0)
-            .map_err(|e| format!("cannot read it: {e}"))?;
-        Ok(Some(bytes))
+        out.write_all(&piece[..n])?;
+        at += n as u64;
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -215,8 +215,12 @@ pub(super) fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<Ex
         ));
     }
     if let Some(stage) = &stage {
-        session.sysroots = keep_staged_libraries(&target, &session.outputs.recording);
-        keep_agent_kept_libraries(stage, &session);
+        // RECORDING.libs, made afresh for what this process copies as root.
+        let fresh = fresh_kept_root(&session.outputs.recording);
+        session.sysroots = keep_staged_libraries(&target, &session.outputs.recording, fresh);
+        if fresh {
+            keep_agent_kept_libraries(stage, &session);
+        }
     }
     drop(staged);
     drop(stage);
@@ -364,6 +368,7 @@ fn attach_of_a_dead_jvm(
 fn keep_agent_kept_libraries(stage: &Stage, session: &Session) {
     let staged = format!("{}.libs", staged_name(session));
     let to = symbolize::driver::kept_library_root(&session.outputs.recording);
+
     let (files, bytes, refused) =
         stage.copy_tree(std::ffi::OsStr::new(&staged), &to, KEPT_LIBRARIES_BYTES);
     if files > 0 {
@@ -378,6 +383,51 @@ fn keep_agent_kept_libraries(stage: &Stage, session: &Session) {
     }
 }
 
+/// Makes `RECORDING.libs` afresh for the copies this process writes as root: whatever is at
+/// that name (an earlier attach's copies, or a link planted by a user who can write beside the
+/// output) is removed, never followed, and a new directory made for this process alone;
+/// `false`, said, when it cannot be.
+fn fresh_kept_root(recording: &Path) -> bool {
+    use std::os::unix::fs::DirBuilderExt;
+    let root = symbolize::driver::kept_library_root(recording);
+    if root.is_symlink() {
+        let _ = std::fs::remove_file(&root);
+    } else {
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(&root) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!(
+                "jfrnative: cannot make {} for the libraries the JVM may not keep: {e}",
+                root.display()
+            );
+            false
+        }
+    }
+}
+
+/// Copies the libraries the JVM maps with their files deleted, whole, through the kernel's
+/// `/proc/PID/map_files` (root can open them), to where the symbolizer looks for the agent's
+/// kept libraries: these copies keep the symbol tables an image rebuilt from memory lacks.
+fn keep_deleted_libraries(pid: u32, recording: &Path, bound: u64) {
+    let to = symbolize::driver::kept_library_root(recording);
+    let deleted = kept_libraries::recorded_deleted_libraries(recording);
+    let k = kept_libraries::keep_deleted(pid, &deleted, &to, bound);
+    if k.files > 0 {
+        eprintln!(
+            "jfrnative: libraries deleted after the JVM loaded them ({}, {:.1} MB) are copied from \
+             its mappings into {}",
+            k.files,
+            k.bytes as f64 / f64::from(1 << 20),
+            to.display()
+        );
+    }
+    for (path, why) in &k.skipped {
+        eprintln!("jfrnative: the deleted library {path} was not copied: {why}");
+    }
+}
+
 /// The most bytes of a staged JVM's libraries kept beside a recording.
 const KEPT_LIBRARIES_BYTES: u64 = 512 << 20;
 
@@ -385,8 +435,9 @@ const KEPT_LIBRARIES_BYTES: u64 = 512 << 20;
 /// names, read inside the JVM's root as its user while it runs, kept beside `recording`
 /// (`NAME.libs/`, also for later: `jfr-symbolize --sysroot NAME.libs`). The JVM's root itself
 /// is never given to the symbolizer: a path through `/proc/PID/root` follows the container's
-/// links out of it.
-fn keep_staged_libraries(target: &stage::Target, recording: &Path) -> Vec<PathBuf> {
+/// links out of it. With `fresh` (`RECORDING.libs` made afresh for this process), the libraries
+/// the JVM maps with their files deleted are copied there whole.
+fn keep_staged_libraries(target: &stage::Target, recording: &Path, fresh: bool) -> Vec<PathBuf> {
     let kept = recording.with_extension("libs");
     if !process_alive(target.pid) {
         eprintln!(
@@ -399,6 +450,10 @@ fn keep_staged_libraries(target: &stage::Target, recording: &Path) -> Vec<PathBu
     let _ = std::fs::remove_dir_all(&kept);
     let paths = kept_libraries::recorded_libraries(recording);
     let k = kept_libraries::keep_libraries(target, &paths, &kept, KEPT_LIBRARIES_BYTES);
+    if fresh {
+        let room = KEPT_LIBRARIES_BYTES.saturating_sub(k.bytes);
+        keep_deleted_libraries(target.pid, recording, room);
+    }
     eprintln!(
         "jfrnative: the JVM's libraries ({}, {:.1} MB) are kept in {} for jfr-symbolize \
          --sysroot{}",
