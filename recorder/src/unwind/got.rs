@@ -167,7 +167,7 @@ fn protection(address: u64) -> Option<c_int> {
     })
 }
 
-/// Stores `value` into the import slot at `slot` (from [`import_slot`]) with one aligned
+/// Stores `value` into the import slot at `slot` (from [`import_slots`]) with one aligned
 /// 8-byte store, making its page writable for that store only when it is read-only (RELRO).
 pub fn write_slot(slot: u64, value: usize) -> Result<(), String> {
     if slot % 8 != 0 {
