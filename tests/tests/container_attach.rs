@@ -552,7 +552,8 @@ fn attach_into_a_container_names_a_library_deleted_after_loading() {
         ],
     );
     let recording = work.join("gone.jfr");
-    let out = attach(sandbox.pid, 4, &recording);
+    // At 2 ms: enough samples in the library even when the test runs beside others.
+    let out = attach_with(sandbox.pid, 4, &["-i", "2ms"], &recording);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "jfrnative attach: {stderr}");
     // Loaded before the attach: copied whole from the JVM's mapping by root.
@@ -683,7 +684,7 @@ fn attach_into_a_container_names_jar_libraries_loaded_before() {
         );
         wait_for_libraries(sandbox.pid, &libs);
         let recording = work.join("jars.jfr");
-        let out = attach(sandbox.pid, 4, &recording);
+        let out = attach_with(sandbox.pid, 4, &["-i", "2ms"], &recording);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "JDK {}: {stderr}", jdk.major);
         assert!(stderr.contains("copied from its mappings"), "{stderr}");

@@ -674,10 +674,13 @@ fn attach_records_a_running_jvm_twice_and_leaves_it_running() {
 }
 
 /// `jfrnative attach` to `jvm` for 2 s into `recording`: it succeeds, records Burner's
-/// threads, and leaves the JVM running.
+/// threads, and leaves the JVM running. It waits up to 60 s for the JVM to answer (not the
+/// default 10 s): a JVM attached to right after its start, on a machine busy with the other
+/// tests, has been seen to take longer than 10 s to open its attach socket.
 fn attach_and_check(jdk: &Jdk, jvm: &mut TestJvm, recording: &Path, what: &str) {
     let out = jfrnative()
-        .args(["attach", &jvm.id().to_string(), "-d", "2s", "-o"])
+        .args(["attach", &jvm.id().to_string(), "-d", "2s"])
+        .args(["--attach-timeout", "60s", "-o"])
         .arg(recording)
         .output()
         .unwrap();
