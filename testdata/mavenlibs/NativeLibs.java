@@ -328,7 +328,7 @@ public class NativeLibs {
         return (Runnable) c.getMethod("prepare").invoke(null);
     }
 
-    /** The process's mappings of files in a temporary directory, as MAPPED lines. */
+    /** The process's mappings of files in a temporary directory, as MAPPED lines: START PATH. */
     static void printTemporaryMappings() throws Exception {
         String tmp = Paths.get(System.getProperty("java.io.tmpdir")).toRealPath().toString();
         String jna = System.getProperty("jna.tmpdir", "/.cache/JNA/temp");
@@ -343,7 +343,8 @@ public class NativeLibs {
                     || path.contains(jna);
             if (temporary && !seen.contains(path)) {
                 seen.add(path);
-                System.out.println("MAPPED " + path);
+                // The lowest mapping (the map is sorted): where the library starts.
+                System.out.println("MAPPED " + line.substring(0, line.indexOf('-')) + " " + path);
             }
         }
     }

@@ -269,12 +269,24 @@ pub fn record(jdk: &Jdk, built: &Built, dir: &Path) -> Output {
         .unwrap_or_else(|e| panic!("jfrnative record: {e}"))
 }
 
-/// The `MAPPED path` lines the workload prints once every library is loaded: the mappings of
+/// The paths of the `MAPPED START PATH` lines the workload prints once every library is loaded: the mappings of
 /// files in a temporary directory, with ` (deleted)` for a file gone already.
 pub fn mapped(stdout: &str) -> Vec<String> {
+    mapped_at(stdout)
+        .into_iter()
+        .map(|(_, path)| path)
+        .collect()
+}
+
+/// The `MAPPED START PATH` lines: each file's lowest mapped address, as the JVM read its own
+/// `/proc/self/maps`, and its path.
+pub fn mapped_at(stdout: &str) -> Vec<(u64, String)> {
     stdout
         .lines()
         .filter_map(|l| l.strip_prefix("MAPPED "))
-        .map(str::to_string)
+        .filter_map(|l| {
+            let (start, path) = l.split_once(' ')?;
+            Some((u64::from_str_radix(start, 16).ok()?, path.to_string()))
+        })
         .collect()
 }

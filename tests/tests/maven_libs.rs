@@ -60,7 +60,7 @@ use std::sync::Mutex;
 
 use tests::jdk::{oracle_jdks, third_party_reader, Jdk};
 use tests::maven_figures::{figures, read, symbol_tables, Figures};
-use tests::mavenlibs::{built, library_of, mapped, record, Built, LIBRARIES};
+use tests::mavenlibs::{built, library_of, mapped, mapped_at, record, Built, LIBRARIES};
 use tests::workload::jfr_symbolize_ok;
 
 /// Fewest samples in a library for its figures to be judged (each busy thread runs about
@@ -167,6 +167,24 @@ fn check(jdk: &Jdk, built: &Built) -> Vec<String> {
         let path = r.path.strip_suffix(" (deleted)").unwrap_or(&r.path);
         if Path::new(path).exists() {
             errors.push(format!("JDK {}: {path} is still there", jdk.major));
+        }
+    }
+    // The names below are checked at the ELF address the recording's own base gives; that
+    // base must be where the JVM itself saw the library start (its /proc/self/maps), or a
+    // wrong base would shift the symbolizer and this check alike.
+    let at = mapped_at(&stdout);
+    for r in ranges.iter().filter(|r| library_of(&r.path).is_some()) {
+        let file = |p: &str| p.strip_suffix(" (deleted)").unwrap_or(p).to_string();
+        match at.iter().find(|(_, path)| file(path) == file(&r.path)) {
+            Some((start, _)) if *start == r.base => {}
+            Some((start, _)) => errors.push(format!(
+                "JDK {}: {} recorded at {:#x}, mapped at {start:#x}",
+                jdk.major, r.path, r.base
+            )),
+            None => errors.push(format!(
+                "JDK {}: {} not in the MAPPED lines",
+                jdk.major, r.path
+            )),
         }
     }
     let ours = figures(&samples, &ranges, &tables);
