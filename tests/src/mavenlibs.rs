@@ -269,8 +269,9 @@ pub fn record(jdk: &Jdk, built: &Built, dir: &Path) -> Output {
         .unwrap_or_else(|e| panic!("jfrnative record: {e}"))
 }
 
-/// The paths of the `MAPPED START PATH` lines the workload prints once every library is loaded: the mappings of
-/// files in a temporary directory, with ` (deleted)` for a file gone already.
+/// The paths of the `MAPPED START PATH` lines the workload prints once every library is
+/// loaded: the mappings of files in a temporary directory, with ` (deleted)` for a file gone
+/// already.
 pub fn mapped(stdout: &str) -> Vec<String> {
     mapped_at(stdout)
         .into_iter()
