@@ -53,13 +53,21 @@ pub fn input_files(inputs: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
 }
 
 /// The directories of libraries the agent kept beside `inputs` (`FILE.libs` for a recording
-/// `FILE`, `DIR.libs` for a directory of chunks `DIR/`), those that exist.
+/// `FILE`, `DIR.libs` for a directory of chunks `DIR/` or one of its chunk files), those that
+/// exist, once each.
 pub fn kept_library_roots(inputs: &[PathBuf]) -> Vec<PathBuf> {
     let mut roots: Vec<PathBuf> = inputs
         .iter()
-        .map(|input| kept_library_root(input))
+        .flat_map(|input| {
+            let chunk_dir = (!input.is_dir())
+                .then(|| input.parent().filter(|p| !p.as_os_str().is_empty()))
+                .flatten()
+                .map(kept_library_root);
+            std::iter::once(kept_library_root(input)).chain(chunk_dir)
+        })
         .filter(|root| root.is_dir())
         .collect();
+    roots.sort();
     roots.dedup();
     roots
 }
@@ -67,10 +75,42 @@ pub fn kept_library_roots(inputs: &[PathBuf]) -> Vec<PathBuf> {
 /// Where the agent keeps the libraries of the recording `input` (a file, or a directory of
 /// chunks): `input` without trailing `/`, and `.libs`.
 pub fn kept_library_root(input: &Path) -> PathBuf {
-    let text = input.to_string_lossy();
-    let trimmed = text.trim_end_matches('/');
-    let base = if trimmed.is_empty() { "/" } else { trimmed };
-    PathBuf::from(format!("{base}.libs"))
+    // `components` drops a trailing `/`; the name is kept as bytes (not made UTF-8).
+    let trimmed: PathBuf = input.components().collect();
+    let mut name = trimmed.into_os_string();
+    name.push(".libs");
+    PathBuf::from(name)
+}
+
+#[cfg(test)]
+mod kept_root_tests {
+    use super::*;
+
+    #[test]
+    fn kept_libraries_are_found_beside_a_file_a_directory_or_its_chunks() {
+        assert_eq!(
+            kept_library_root(Path::new("/r/out.jfr")),
+            Path::new("/r/out.jfr.libs")
+        );
+        assert_eq!(
+            kept_library_root(Path::new("/r/rec/")),
+            Path::new("/r/rec.libs")
+        );
+        let top = std::env::temp_dir().join(format!("jfrnative-kept-roots-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&top);
+        std::fs::create_dir_all(top.join("rec.libs")).unwrap();
+        std::fs::create_dir_all(top.join("rec")).unwrap();
+        std::fs::write(top.join("rec/1.jfr"), b"").unwrap();
+        std::fs::write(top.join("rec/2.jfr"), b"").unwrap();
+        let inputs = [
+            top.join("rec/1.jfr"),
+            top.join("rec/"),
+            top.join("rec/2.jfr"),
+        ];
+        assert_eq!(kept_library_roots(&inputs), [top.join("rec.libs")]);
+        assert!(kept_library_roots(&[top.join("none.jfr")]).is_empty());
+        let _ = std::fs::remove_dir_all(&top);
+    }
 }
 
 /// A pass over one or more files (the chunks of a directory recording, or several recordings):
