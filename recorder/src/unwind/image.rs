@@ -282,7 +282,8 @@ pub fn rebuild(
 }
 
 /// Dynamic tags whose pointers glibc relocates in place.
-const POINTER_TAGS: [u64; 12] = [
+const POINTER_TAGS: [u64; 13] = [
+    36,          // DT_RELR
     3,           // DT_PLTGOT
     4,           // DT_HASH
     5,           // DT_STRTAB
@@ -359,13 +360,19 @@ fn dynamic_symbols(
         .min(((sym_end - sym_at) as u64) / SYM_BYTES) as usize;
     let str_end = layout.segment_end(strtab).unwrap_or(str_at);
     let strsz = strsz.min((str_end - str_at) as u64);
-    // The segments' sections are numbered 1.. in `layout.loads`' order.
+    // The segments' sections are numbered 1.. in `layout.loads`' order. `.dynsym`'s sh_info is
+    // one past its last local symbol: the index of the first non-local one.
+    let mut first_global = count;
     for i in 0..count {
         let entry = sym_at + i * SYM_BYTES as usize;
         let (Some(shndx), Some(value)) = (u16_at(bytes, entry + 6), u64_at(bytes, entry + 8))
         else {
             break;
         };
+        if i > 0 && first_global == count && bytes.get(entry + 4).is_some_and(|info| info >> 4 != 0)
+        {
+            first_global = i;
+        }
         if shndx != 0 && shndx < SHN_LORESERVE {
             let renumbered = layout
                 .load_index(value)
@@ -380,7 +387,7 @@ fn dynamic_symbols(
         SHT_DYNSYM,
         SHF_ALLOC,
         (symtab, sym_at as u64, count as u64 * SYM_BYTES),
-        (dynstr as u32, 1, SYM_BYTES),
+        (dynstr as u32, first_global.max(1) as u32, SYM_BYTES),
     );
     sections.add(
         ".dynstr",
@@ -480,7 +487,8 @@ fn version_list_size(
             break;
         }
         last = last.max(entry + entry_bytes);
-        let count = u16_at(bytes, entry + count_at).unwrap_or(0);
+        // A version has a name and a few parents at most: a larger count is damage.
+        let count = u16_at(bytes, entry + count_at).unwrap_or(0).min(64);
         let mut aux = entry + u32_at(bytes, entry + aux_at).unwrap_or(0) as usize;
         for _ in 0..count {
             if aux + aux_bytes > end {
