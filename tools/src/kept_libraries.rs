@@ -14,10 +14,10 @@ use crate::confined::root::JvmRoot;
 use crate::stage::Target;
 
 /// The libraries `recording` (a file or a directory of chunk files) names, as the JVM saw
-/// their paths (its `jdk.NativeLibrary` events), in order, once each; the kernel's own
-/// `[vdso]` and the like left out.
-pub fn recorded_libraries(recording: &Path) -> Vec<String> {
-    let mut paths = Vec::new();
+/// their paths (its `jdk.NativeLibrary` events), with the address each was mapped at, once
+/// each; the kernel's own `[vdso]` and the like left out.
+pub fn recorded_libraries(recording: &Path) -> Vec<(String, u64)> {
+    let mut found = Vec::new();
     let files = symbolize::driver::input_files(&[recording.to_path_buf()]).unwrap_or_default();
     for file in files {
         let Ok(bytes) = std::fs::read(&file) else {
@@ -25,12 +25,19 @@ pub fn recorded_libraries(recording: &Path) -> Vec<String> {
         };
         for chunk in symbolize::jfr::chunks(&bytes).map_while(Result::ok) {
             if let Ok(profile) = symbolize::profile::read_chunk(&chunk) {
-                paths.extend(profile.libraries.into_iter().map(|l| l.path));
+                found.extend(profile.libraries.into_iter().map(|l| (l.path, l.base)));
             }
         }
     }
-    paths.retain(|p| p.starts_with('/'));
-    paths.sort_unstable();
+    found.retain(|(p, _)| p.starts_with('/'));
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+/// The paths of `libraries` (from [`recorded_libraries`]), once each.
+pub fn paths_of(libraries: &[(String, u64)]) -> Vec<String> {
+    let mut paths: Vec<String> = libraries.iter().map(|(p, _)| p.clone()).collect();
     paths.dedup();
     paths
 }
@@ -104,32 +111,6 @@ pub fn keep_libraries(target: &Target, paths: &[String], root: &Path, bound: u64
 /// The kernel's mark on a mapped file deleted since.
 const DELETED: &str = " (deleted)";
 
-/// The libraries `recording` names whose file was deleted after the JVM mapped it, with the
-/// address each was mapped at, once each.
-pub fn recorded_deleted_libraries(recording: &Path) -> Vec<(String, u64)> {
-    let mut found = Vec::new();
-    let files = symbolize::driver::input_files(&[recording.to_path_buf()]).unwrap_or_default();
-    for file in files {
-        let Ok(bytes) = std::fs::read(&file) else {
-            continue;
-        };
-        for chunk in symbolize::jfr::chunks(&bytes).map_while(Result::ok) {
-            if let Ok(profile) = symbolize::profile::read_chunk(&chunk) {
-                found.extend(
-                    profile
-                        .libraries
-                        .into_iter()
-                        .filter(|l| l.path.starts_with('/') && l.path.ends_with(DELETED))
-                        .map(|l| (l.path, l.base)),
-                );
-            }
-        }
-    }
-    found.sort_unstable();
-    found.dedup();
-    found
-}
-
 /// The mapping that starts at `base` at file offset 0 in `/proc/PID/maps` text: its range
 /// (`START-END`, as `/proc/PID/map_files/` names it) and inode. By address, not by path: the
 /// JVM's path is as its root sees it, the map's as the reader's does.
@@ -149,7 +130,7 @@ fn mapping_at(maps: &str, base: u64) -> Option<(String, u64)> {
     })
 }
 
-/// Copies the libraries of `libraries` (path and base address, as the recording has them) that
+/// Copies the libraries of `libraries` ([`recorded_libraries`]: path and base address) that
 /// the JVM `pid` maps with their file deleted (a jar's native code, unpacked to /tmp and deleted
 /// after loading) to their paths under `root`, whole, through the kernel's
 /// `/proc/PID/map_files/START-END` (root only): the very file the JVM mapped, which no path
@@ -160,7 +141,7 @@ pub fn keep_deleted(pid: u32, libraries: &[(String, u64)], root: &Path, bound: u
     let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
         return kept;
     };
-    for (path, base) in libraries {
+    for (path, base) in libraries.iter().filter(|(p, _)| p.ends_with(DELETED)) {
         let (Some(relative), Some((range, inode))) = (
             plain_relative(path.trim_end_matches(DELETED)),
             mapping_at(&maps, *base),

@@ -410,10 +410,9 @@ fn fresh_kept_root(recording: &Path) -> bool {
 /// Copies the libraries the JVM maps with their files deleted, whole, through the kernel's
 /// `/proc/PID/map_files` (root can open them), to where the symbolizer looks for the agent's
 /// kept libraries: these copies keep the symbol tables an image rebuilt from memory lacks.
-fn keep_deleted_libraries(pid: u32, recording: &Path, bound: u64) {
+fn keep_deleted_libraries(pid: u32, libraries: &[(String, u64)], recording: &Path, bound: u64) {
     let to = symbolize::driver::kept_library_root(recording);
-    let deleted = kept_libraries::recorded_deleted_libraries(recording);
-    let k = kept_libraries::keep_deleted(pid, &deleted, &to, bound);
+    let k = kept_libraries::keep_deleted(pid, libraries, &to, bound);
     if k.files > 0 {
         eprintln!(
             "jfrnative: libraries deleted after the JVM loaded them ({}, {:.1} MB) are copied from \
@@ -448,11 +447,13 @@ fn keep_staged_libraries(target: &stage::Target, recording: &Path, fresh: bool) 
         return vec![kept];
     }
     let _ = std::fs::remove_dir_all(&kept);
-    let paths = kept_libraries::recorded_libraries(recording);
+    // The recording is read once, for both copies.
+    let libraries = kept_libraries::recorded_libraries(recording);
+    let paths = kept_libraries::paths_of(&libraries);
     let k = kept_libraries::keep_libraries(target, &paths, &kept, KEPT_LIBRARIES_BYTES);
     if fresh {
         let room = KEPT_LIBRARIES_BYTES.saturating_sub(k.bytes);
-        keep_deleted_libraries(target.pid, recording, room);
+        keep_deleted_libraries(target.pid, &libraries, recording, room);
     }
     eprintln!(
         "jfrnative: the JVM's libraries ({}, {:.1} MB) are kept in {} for jfr-symbolize \
