@@ -41,6 +41,8 @@ pub mod options;
 pub mod os;
 pub mod process_threads;
 pub mod sampling;
+#[cfg(test)]
+mod test_lib;
 pub mod unwind;
 pub mod writer;
 

@@ -315,23 +315,19 @@ mod tests {
         let dir =
             std::env::temp_dir().join(format!("jfrnative-debug-frame-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let (src, lib) = (dir.join("df.c"), dir.join("libdf.so"));
-        std::fs::write(
-            &src,
+        let lib = crate::test_lib::build(
+            &dir,
+            "libdf.so",
             "int leaf(int a) { return a * 3; }\n\
              __attribute__((noinline)) int mid(int a) { return leaf(a) + 1; }\n\
              int outer(int a) { int r = mid(a) + 1; return r * 2 + mid(r); }\n",
-        )
-        .unwrap();
-        let status = std::process::Command::new("gcc")
-            .args(["-O2", "-shared", "-fPIC", "-g"])
-            .args(["-fno-asynchronous-unwind-tables", "-fno-unwind-tables"])
-            .arg(&src)
-            .arg("-o")
-            .arg(&lib)
-            .status()
-            .unwrap();
-        assert!(status.success());
+            &[
+                "-O2",
+                "-g",
+                "-fno-asynchronous-unwind-tables",
+                "-fno-unwind-tables",
+            ],
+        );
         let data = std::fs::read(&lib).unwrap();
         let built = build(&data, 0x7000_0000_0000, 0, 4096).unwrap();
         assert!(

@@ -215,26 +215,16 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("jfrnative-got-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let (src, lib) = (dir.join("g.c"), dir.join("libgotcase.so"));
-        std::fs::write(
-            &src,
+        let lib = crate::test_lib::build(
+            &dir,
+            "libgotcase.so",
             "#include <unistd.h>\nint gotcase_pid(void) { return getpid(); }\n",
-        )
-        .unwrap();
-        let ok = std::process::Command::new("gcc")
-            .args(["-O2", "-shared", "-fPIC", "-Wl,-z,relro,-z,now", "-o"])
-            .arg(&lib)
-            .arg(&src)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok);
-        let c = std::ffi::CString::new(lib.to_str().unwrap()).unwrap();
-        // SAFETY: dlopen of a library built above; dlsym of its function, called with its
-        // C signature.
+            &["-O2", "-Wl,-z,relro,-z,now"],
+        );
+        let handle = crate::test_lib::load(&lib);
+        // SAFETY: dlsym of the function of the library loaded above, called with its C
+        // signature.
         let call = unsafe {
-            let handle = libc::dlopen(c.as_ptr(), libc::RTLD_NOW);
-            assert!(!handle.is_null());
             let f = libc::dlsym(handle, c"gotcase_pid".as_ptr());
             assert!(!f.is_null());
             std::mem::transmute::<*mut c_void, extern "C" fn() -> libc::pid_t>(f)

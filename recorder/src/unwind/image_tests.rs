@@ -121,30 +121,20 @@ fn libc_rebuilt_from_memory_reads_as_its_file_does() {
 #[test]
 fn a_deleted_library_gets_the_table_its_file_would_give() {
     let dir = scratch("deleted");
-    let (src, lib) = (dir.join("gone.c"), dir.join("libgone.so"));
-    std::fs::write(
-        &src,
+    let lib = crate::test_lib::build(
+        &dir,
+        "libgone.so",
         "__attribute__((noinline)) long leaf(long a) { return a * 3 + (a >> 2); }\n\
          __attribute__((noinline)) long mid(long a) { long s = 0; for (long i = 0; i < a; i++) \
          s += leaf(i) ^ s; return s; }\n\
          long gone_outer(long a) { char buf[64]; for (int i = 0; i < 64; i++) buf[i] = a + i; \
          return mid(buf[a & 63]) + buf[7]; }\n\
          char gone_secret[] = \"s3cr3t-in-writable-data\";\n",
-    )
-    .unwrap();
-    let status = Command::new("gcc")
-        .args(["-O2", "-shared", "-fPIC", "-fomit-frame-pointer", "-o"])
-        .arg(&lib)
-        .arg(&src)
-        .status()
-        .unwrap();
-    assert!(status.success());
+        &["-O2", "-fomit-frame-pointer"],
+    );
     let loaded = dir.join("libgone-loaded.so");
     std::fs::copy(&lib, &loaded).unwrap();
-    let c_path = std::ffi::CString::new(loaded.to_str().unwrap()).unwrap();
-    // SAFETY: dlopen of a library built above, with no constructors.
-    let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW) };
-    assert!(!handle.is_null());
+    let handle = crate::test_lib::load(&loaded);
     std::fs::remove_file(&loaded).unwrap();
 
     let map = CodeMap::read_self().unwrap();

@@ -164,16 +164,12 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("jfrnative-hold-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let (src, lib) = (dir.join("h.c"), dir.join("libheld.so"));
-        std::fs::write(&src, "static int hidden(int a) { return a * 7; }\nint held_f(int a) { return hidden(a) + 1; }\n").unwrap();
-        let ok = std::process::Command::new("gcc")
-            .args(["-O0", "-shared", "-fPIC", "-o"])
-            .arg(&lib)
-            .arg(&src)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok);
+        let lib = crate::test_lib::build(
+            &dir,
+            "libheld.so",
+            "static int hidden(int a) { return a * 7; }\nint held_f(int a) { return hidden(a) + 1; }\n",
+            &["-O0"],
+        );
         let bytes = std::fs::read(&lib).unwrap();
         REAL_DLOPEN.store(libc::dlopen as Dlopen as usize, Ordering::Release);
         let c = std::ffi::CString::new(lib.to_str().unwrap()).unwrap();

@@ -253,25 +253,9 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let mut handles = Vec::new();
         for name in ["libkeepgone.so", "libkeepthere.so"] {
-            let src = dir.join("k.c");
-            std::fs::write(
-                &src,
-                format!("int {}_f(int a) {{ return a + 1; }}\n", &name[3..7]),
-            )
-            .unwrap();
-            let lib = dir.join(name);
-            let ok = std::process::Command::new("gcc")
-                .args(["-O2", "-shared", "-fPIC", "-o"])
-                .arg(&lib)
-                .arg(&src)
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok);
-            let c = std::ffi::CString::new(lib.to_str().unwrap()).unwrap();
-            // SAFETY: dlopen of a library built above, with no constructors.
-            let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW) };
-            assert!(!handle.is_null());
+            let source = format!("int {}_f(int a) {{ return a + 1; }}\n", &name[3..7]);
+            let lib = crate::test_lib::build(&dir, name, &source, &["-O2"]);
+            let handle = crate::test_lib::load(&lib);
             handles.push(handle);
         }
         let there = std::fs::read(dir.join("libkeepthere.so")).unwrap();
