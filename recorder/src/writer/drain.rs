@@ -700,6 +700,40 @@ impl Drain {
     }
 }
 
+/// The summary's lines on CPU time: the writer thread's share of the process's, and with
+/// `threads=all` what the samples stand for of the process's.
+fn cpu_summary(text: &mut String, s: &Summary) {
+    let Some((process_ns, writer_ns)) = s.process_cpu_ns else {
+        return;
+    };
+    text.push_str(&format!(
+        "\n  the agent's writer thread used {:.3} CPU-s, {:.1} % of the process's {:.2} \
+         CPU-s during the recording: {}",
+        writer_ns as f64 / 1e9,
+        writer_ns as f64 * 100.0 / process_ns.max(1) as f64,
+        process_ns as f64 / 1e9,
+        s.writer_cpu.describe().join(", ")
+    ));
+    if !s.threads_all {
+        return;
+    }
+    let recorded = s.cpu_ns + s.lost_ns;
+    let others = process_ns.saturating_sub(writer_ns).max(1);
+    text.push_str(&format!(
+        "\n  threads=all: {} samples ({:.2} CPU-s) of threads that are not Java threads; \
+         the process used {:.2} CPU-s during the recording (getrusage), {:.2} of them in \
+         threads other than the agent's writer ({:.2}, not sampled); the samples and lost \
+         samples stand for {:.2} CPU-s ({:.1} % of those)",
+        s.non_java.0,
+        s.non_java.1 as f64 / 1e9,
+        process_ns as f64 / 1e9,
+        others as f64 / 1e9,
+        writer_ns as f64 / 1e9,
+        recorded as f64 / 1e9,
+        recorded as f64 * 100.0 / others as f64
+    ));
+}
+
 /// The summary's line on the libraries kept beside the recording.
 fn kept_summary(text: &mut String, k: &KeptLibraries) {
     let (Some(dir), false) = (&k.dir, k.kept.is_empty() && k.left_out.is_empty()) else {
@@ -826,33 +860,7 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
     if !skipped.is_empty() {
         text.push_str(&format!("\n  {}", skipped.join("; ")));
     }
-    if let Some((process_ns, writer_ns)) = s.process_cpu_ns {
-        text.push_str(&format!(
-            "\n  the agent's writer thread used {:.3} CPU-s, {:.1} % of the process's {:.2} \
-             CPU-s during the recording: {}",
-            writer_ns as f64 / 1e9,
-            writer_ns as f64 * 100.0 / process_ns.max(1) as f64,
-            process_ns as f64 / 1e9,
-            s.writer_cpu.describe().join(", ")
-        ));
-    }
-    if let (Some((process_ns, writer_ns)), true) = (s.process_cpu_ns, s.threads_all) {
-        let recorded = s.cpu_ns + s.lost_ns;
-        let others = process_ns.saturating_sub(writer_ns).max(1);
-        text.push_str(&format!(
-            "\n  threads=all: {} samples ({:.2} CPU-s) of threads that are not Java threads; \
-             the process used {:.2} CPU-s during the recording (getrusage), {:.2} of them in \
-             threads other than the agent's writer ({:.2}, not sampled); the samples and lost \
-             samples stand for {:.2} CPU-s ({:.1} % of those)",
-            s.non_java.0,
-            s.non_java.1 as f64 / 1e9,
-            process_ns as f64 / 1e9,
-            others as f64 / 1e9,
-            writer_ns as f64 / 1e9,
-            recorded as f64 / 1e9,
-            recorded as f64 * 100.0 / others as f64
-        ));
-    }
+    cpu_summary(&mut text, s);
     if let Some((kept, bytes, removed)) = s.files {
         text.push_str(&format!(
             "\n  chunk files: {kept} kept ({:.1} MB), {removed} removed by maxsize/maxage",
