@@ -96,30 +96,31 @@ fi
 # (JMC_CP), async-profiler's JFR converter (AP_CONVERTER_JAR) and async-profiler itself
 # (ASYNC_PROFILER_LIB, the libasyncProfiler.so its jar carries), for the viewer tests and the
 # side-by-side overhead benchmark.
+#
+# maven_fetch DIR POM WHAT [COMMAND...]: the dependencies of POM, by version from Maven Central,
+# into DIR/lib (then COMMAND, run in DIR), fetched again only when POM changes.
+maven_fetch() {
+    local dir=$1 pom=$2 what=$3 stamp
+    shift 3
+    stamp=$(sha256sum "$pom" | cut -c1-16)
+    [ "$(cat "$dir/stamp" 2>/dev/null)" != "$stamp" ] || return 0
+    echo "setup: fetching $what from Maven Central into $dir" >&2
+    rm -rf "$dir" && mkdir -p "$dir"
+    mvn -q -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies \
+        -DoutputDirectory="$dir/lib"
+    if [ $# -gt 0 ]; then (cd "$dir" && "$@"); fi
+    echo "$stamp" >"$dir/stamp"
+}
 readers=${JFRNATIVE_CACHE:-$HOME/.cache/jfr-native}/readers
-readers_stamp=$(sha256sum testdata/readers/pom.xml | cut -c1-16)
-if [ "$(cat "$readers/stamp" 2>/dev/null)" != "$readers_stamp" ]; then
-    echo "setup: fetching JMC's parser and async-profiler from Maven Central into $readers" >&2
-    rm -rf "$readers" && mkdir -p "$readers"
-    mvn -q -B -Dstyle.color=never -f testdata/readers/pom.xml dependency:copy-dependencies \
-        -DoutputDirectory="$readers/lib"
-    unzip -q -o -j "$readers"/lib/async-profiler-*.jar linux-x64/libasyncProfiler.so -d "$readers"
-    echo "$readers_stamp" >"$readers/stamp"
-fi
+maven_fetch "$readers" testdata/readers/pom.xml "JMC's parser and async-profiler" \
+    sh -c 'unzip -q -o -j lib/async-profiler-*.jar linux-x64/libasyncProfiler.so -d .'
 # Real JNI libraries as Maven jars ship them, by version from Maven Central
 # (testdata/mavenlibs/pom.xml, fetched again only when the pom changes): snappy-java, lz4-java,
 # zstd-jni, sqlite-jdbc, netty-tcnative-boringssl-static (with Netty's handler) and JNA, whose
 # loaders unpack their .so into /tmp and delete it (MAVENLIBS_CP: the jars, for the Maven-library
 # test and tools/scripts/maven-libs-compare.sh).
 mavenlibs=${JFRNATIVE_CACHE:-$HOME/.cache/jfr-native}/mavenlibs
-mavenlibs_stamp=$(sha256sum testdata/mavenlibs/pom.xml | cut -c1-16)
-if [ "$(cat "$mavenlibs/stamp" 2>/dev/null)" != "$mavenlibs_stamp" ]; then
-    echo "setup: fetching the JNI libraries of testdata/mavenlibs from Maven Central into $mavenlibs" >&2
-    rm -rf "$mavenlibs" && mkdir -p "$mavenlibs"
-    mvn -q -B -Dstyle.color=never -f testdata/mavenlibs/pom.xml dependency:copy-dependencies \
-        -DoutputDirectory="$mavenlibs/lib"
-    echo "$mavenlibs_stamp" >"$mavenlibs/stamp"
-fi
+maven_fetch "$mavenlibs" testdata/mavenlibs/pom.xml "the JNI libraries of testdata/mavenlibs"
 mavenlibs_cp=$(ls "$mavenlibs"/lib/*.jar | paste -sd:)
 jmc_cp=$(ls "$readers"/lib/flightrecorder-*.jar "$readers"/lib/common-*.jar \
     "$readers"/lib/lz4-java-*.jar "$readers"/lib/encoder-*.jar | paste -sd:)
