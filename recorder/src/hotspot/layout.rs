@@ -68,7 +68,7 @@ pub struct UpcallLayout {
 pub struct JavaLayout {
     /// Address of the static `CodeCache::_heaps` (a `GrowableArray<CodeHeap*>*`).
     pub heaps: u64,
-    /// `GrowableArrayBase::_len`.
+    /// `GrowableArrayBase::_len` (`GenericGrowableArray::_len` in JDK 11).
     pub array_len: Field,
     /// `GrowableArray<int>::_data` (the same for every element type).
     pub array_data: u64,
@@ -195,7 +195,9 @@ impl JavaLayout {
         let anchor = offset(v, "JavaThread", "_anchor")?;
         Ok(JavaLayout {
             heaps,
-            array_len: field(v, "GrowableArrayBase", "_len")?,
+            // `GrowableArrayBase` was `GenericGrowableArray` up to JDK 15.
+            array_len: field(v, "GrowableArrayBase", "_len")
+                .or_else(|_| field(v, "GenericGrowableArray", "_len"))?,
             array_data: offset(v, "GrowableArray<int>", "_data")?,
             heap_low: memory + vs_low,
             heap_high: memory + vs_high,
