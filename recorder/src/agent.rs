@@ -76,6 +76,76 @@ fn check_file(options: &Options) -> Result<(), String> {
     crate::writer::output::check(options)
 }
 
+/// The oldest Java feature release the agent runs on. Before it, HotSpot's structures that the
+/// Java walk reads are laid out differently (see `docs/agent.md`, "JDK 8"); and on JDK 8
+/// HotSpot's own `_vm_major_version` is 25 (HotSpot 25.x), which [`hotspot::java_major`] would
+/// take for JDK 25.
+const MIN_JAVA_FEATURE: u32 = 11;
+
+/// The Java feature release in `java.vm.specification.version`: "1.8" on JDK 8 ("1.N" up to
+/// 8), the release alone from JDK 9 on ("11", "17", "25").
+fn parse_spec_version(text: &str) -> Result<u32, String> {
+    let number = |s: &str| -> Option<u32> {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse().ok())
+            .flatten()
+    };
+    let mut parts = text.split('.');
+    let feature = match parts.next().and_then(number) {
+        Some(1) => parts.next().and_then(number),
+        first => first,
+    };
+    feature
+        .filter(|&f| f > 0)
+        .ok_or_else(|| format!("'{text}' is not a Java specification version"))
+}
+
+/// The Java feature release a JVMTI version number tells (`GetVersionNumber`): JVMTI 1.x up to
+/// JDK 8 (taken as 8, the newest it can be), the release itself as major version from JDK 9 on.
+fn jvmti_feature(version: i32) -> Option<u32> {
+    const INTERFACE_JVMTI: i32 = 0x3000_0000;
+    if version & 0x7000_0000 != INTERFACE_JVMTI {
+        return None;
+    }
+    match (version & 0x0FFF_0000) >> 16 {
+        1 => Some(8),
+        major if major >= 9 => u32::try_from(major).ok(),
+        _ => None,
+    }
+}
+
+/// Refuses a JVM older than [`MIN_JAVA_FEATURE`], with one line naming its release and why.
+/// Learned from properties the VM sets before any agent loads (JDK 8 included), else from the
+/// JVMTI version.
+fn check_java_version(jvmti: &Jvmti) -> Result<(), String> {
+    let spec = jvmti.system_property(c"java.vm.specification.version");
+    let (feature, release) = match spec.as_deref().map(parse_spec_version) {
+        Some(Ok(f)) => (f, format!("JDK {f}")),
+        _ => match jvmti.version_number().and_then(jvmti_feature) {
+            Some(8) => (8, "JDK 8 or older".to_string()),
+            Some(f) => (f, format!("JDK {f}")),
+            None => {
+                return Err(format!(
+                "jfr-native: cannot tell this JVM's Java release (java.vm.specification.version \
+                     {}, no JVMTI version): needs JDK {MIN_JAVA_FEATURE} or later",
+                spec.as_deref().unwrap_or("unset")
+            ))
+            }
+        },
+    };
+    if feature >= MIN_JAVA_FEATURE {
+        return Ok(());
+    }
+    let vm = jvmti
+        .system_property(c"java.vm.version")
+        .map_or_else(String::new, |v| format!(" (VM {v})"));
+    Err(format!(
+        "jfr-native: {release}{vm} is not supported: needs JDK {MIN_JAVA_FEATURE} or later (the \
+         agent reads HotSpot's own structures, laid out differently before JDK \
+         {MIN_JAVA_FEATURE}; see docs/agent.md, \"JDK 8\")"
+    ))
+}
+
 /// A load while the agent is installed: stop the recording, or start a new one.
 fn command_loaded(agent: &'static Agent, command: Command) -> Result<(), String> {
     let _lifecycle = LIFECYCLE
@@ -170,12 +240,17 @@ fn install(vm: Vm, command: Command, live: bool) -> Result<(), String> {
     let Command::Start(options) = command else {
         return Err("jfr-native: stop: no recording is running".into());
     };
-    check_file(&options)?;
     let jvmti = vm.jvmti().ok_or(if live {
         crate::NOT_LIVE_YET
     } else {
         "jfr-native: JVMTI 1.2 is not available"
     })?;
+    // Before anything else is touched (the output file included).
+    if let Err(refusal) = check_java_version(&jvmti) {
+        jvmti.dispose();
+        return Err(refusal);
+    }
+    check_file(&options)?;
     jvmti
         .add_capabilities(&[CAN_GET_LINE_NUMBERS])
         .map_err(|e| format!("jfr-native: JVMTI refused the line-number capability (error {e})"))?;
@@ -939,4 +1014,31 @@ extern "system" fn on_native_method_bind(
 pub fn disable(what: &str) {
     RECORDING.store(false, Ordering::Release);
     eprintln!("jfr-native: internal error in {what}; sampling is disabled");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_java_release_is_read_from_the_specification_version() {
+        for (text, feature) in [("1.8", 8), ("1.7", 7), ("11", 11), ("17", 17), ("25", 25)] {
+            assert_eq!(parse_spec_version(text), Ok(feature), "{text}");
+        }
+        for junk in [
+            "", "abc", "1", "1.", "1.x", "0", "+11", "-11", "11a", " 11", ".11",
+        ] {
+            assert!(parse_spec_version(junk).is_err(), "{junk:?}");
+        }
+    }
+
+    #[test]
+    fn the_java_release_is_read_from_the_jvmti_version() {
+        assert_eq!(jvmti_feature(0x3001_0203), Some(8)); // JDK 8: JVMTI 1.2.3
+        assert_eq!(jvmti_feature(0x3009_0000), Some(9));
+        assert_eq!(jvmti_feature(0x300B_0000), Some(11));
+        assert_eq!(jvmti_feature(0x3019_0000), Some(25));
+        assert_eq!(jvmti_feature(0x0001_0008), None); // a JNI version
+        assert_eq!(jvmti_feature(0x3000_0000), None);
+    }
 }

@@ -330,6 +330,35 @@ impl Jvmti {
         Some(self.take_string(info.name))
     }
 
+    /// A property the VM itself sets (`GetSystemProperty`; from the OnLoad phase on, also on
+    /// JDK 8): `java.vm.specification.version`, `java.vm.version`. `None` if it has none.
+    pub fn system_property(&self, name: &CStr) -> Option<String> {
+        let mut value: *mut c_char = ptr::null_mut();
+        jvmti_call!(
+            self,
+            GetSystemProperty,
+            fn(*const c_char, *mut *mut c_char),
+            name.as_ptr(),
+            &mut value
+        )
+        .ok()?;
+        Some(self.take_string(value))
+    }
+
+    /// The JVMTI version the VM implements (`GetVersionNumber`): 1.2 (`0x3001_02xx`) up to
+    /// JDK 8, the feature release as major version from JDK 9 on (JDK 11: `0x300B_0000`).
+    pub fn version_number(&self) -> Option<i32> {
+        let mut version = 0i32;
+        jvmti_call!(self, GetVersionNumber, fn(*mut i32), &mut version).ok()?;
+        Some(version)
+    }
+
+    /// Gives this environment back to the VM (`DisposeEnvironment`), for a load that refuses
+    /// after `GetEnv`: nothing of the agent is left in the VM.
+    pub fn dispose(&self) {
+        let _ = jvmti_call!(self, DisposeEnvironment, fn(),);
+    }
+
     /// Every live Java thread (local references).
     pub fn all_threads(&self) -> Result<Vec<JObject>, JvmtiError> {
         let mut count = 0i32;
