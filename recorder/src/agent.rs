@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::thread::JoinHandle;
 
+use crate::fault;
 use crate::hotspot::agct;
 use crate::hotspot::threads::ThreadLayout;
 use crate::hotspot::{self, codecache};
@@ -23,7 +24,20 @@ use crate::sampling::{buffers, engine};
 use crate::writer::cpu::{Part, WriterCpu};
 use crate::writer::drain::{self, Drain, DRAIN_PERIOD};
 use crate::writer::status::{self, State};
-use crate::{fault, ffi_guard};
+
+/// The agent's refusal when it is attached to a JVM that is still starting: before JVMTI's live
+/// phase the JVM gives no JVMTI environment (`GetEnv` answers `JNI_EDETACHED`), although its
+/// attach listener already answers. `jfrnative attach` loads the agent again a moment later.
+pub const NOT_LIVE_YET: &str = "jfr-native: the JVM is still starting (JVMTI is not live yet)";
+
+/// Runs a JVM-facing entry point. A bug in the recorder must never take the JVM down: a panic
+/// is caught, sampling is disabled, and `fallback` is returned.
+pub(crate) fn ffi_guard<T>(what: &'static str, fallback: T, f: impl FnOnce() -> T) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        disable(what);
+        fallback
+    })
+}
 
 struct Agent {
     vm: Vm,
@@ -241,7 +255,7 @@ fn install(vm: Vm, command: Command, live: bool) -> Result<(), String> {
         return Err("jfr-native: stop: no recording is running".into());
     };
     let jvmti = vm.jvmti().ok_or(if live {
-        crate::NOT_LIVE_YET
+        NOT_LIVE_YET
     } else {
         "jfr-native: JVMTI 1.2 is not available"
     })?;

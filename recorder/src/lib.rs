@@ -48,19 +48,8 @@ pub mod writer;
 
 use std::ffi::{c_char, c_void, CStr};
 
-/// The agent's refusal when it is attached to a JVM that is still starting: before JVMTI's live
-/// phase the JVM gives no JVMTI environment (`GetEnv` answers `JNI_EDETACHED`), although its
-/// attach listener already answers. `jfrnative attach` loads the agent again a moment later.
-pub const NOT_LIVE_YET: &str = "jfr-native: the JVM is still starting (JVMTI is not live yet)";
-
-/// Runs a JVM-facing entry point. A bug in the recorder must never take the JVM down: a panic
-/// is caught, sampling is disabled, and `fallback` is returned.
-pub(crate) fn ffi_guard<T>(what: &'static str, fallback: T, f: impl FnOnce() -> T) -> T {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
-        agent::disable(what);
-        fallback
-    })
-}
+use agent::ffi_guard;
+pub use agent::NOT_LIVE_YET;
 
 fn options_text(options: *const c_char) -> String {
     if options.is_null() {
