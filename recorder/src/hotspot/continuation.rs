@@ -47,7 +47,7 @@ use std::sync::{Mutex, OnceLock};
 
 use super::boundaries::Crossed;
 use super::codeblob::BlobKind;
-use super::javawalk::{kind, At, JavaFrame, Out, Walker};
+use super::javawalk::{kind, At, EntryOwner, JavaFrame, Out, Walker};
 use super::mem::{read_int, read_ptr, read_uint, Field};
 use super::oops::{self, Oops};
 use super::symtab::JvmSymbols;
@@ -395,19 +395,6 @@ struct ChunkFrames {
     end: u64,
     /// The first frame's pc (`StackChunk.pc`).
     pc: u64,
-}
-
-/// Whose stack a `Continuation.enterSpecial` frame ends (the Java walk's `entry_owner`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryOwner {
-    /// Not `Continuation.enterSpecial` (or the layout is not known yet).
-    NotEntry,
-    /// The mounted virtual thread's: its stack ends here.
-    Virtual,
-    /// The carrier's own (a carrier running code as itself, or no virtual thread mounted).
-    Carrier,
-    /// A virtual thread's entry whose thread objects cannot be read now.
-    Unknown,
 }
 
 /// How a walk into a virtual thread's frozen frames ended, counted for the summary.

@@ -31,7 +31,6 @@
 )]
 
 use super::codeblob::{Blob, BlobKind};
-use super::continuation::EntryOwner;
 use super::layout::JavaLayout;
 use super::mem::read_ptr;
 use super::scopes::{PcDesc, Scope, MAX_SCOPES};
@@ -111,6 +110,19 @@ pub struct JavaWalk {
     pub cut_at_boundary: bool,
 }
 
+/// Whose stack a `Continuation.enterSpecial` frame ends (the Java walk's `entry_owner`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryOwner {
+    /// Not `Continuation.enterSpecial` (or the layout is not known yet).
+    NotEntry,
+    /// The mounted virtual thread's: its stack ends here.
+    Virtual,
+    /// The carrier's own (a carrier running code as itself, or no virtual thread mounted).
+    Carrier,
+    /// A virtual thread's entry whose thread objects cannot be read now.
+    Unknown,
+}
+
 /// A physical frame: where it is and whether it is the interrupted one (its pc may be at
 /// any instruction, not a call site).
 #[derive(Debug, Clone, Copy)]
@@ -148,6 +160,19 @@ enum Saved {
     AtSp,
     /// rbp not saved: the register still holds the caller's.
     InRegister,
+}
+
+/// Where one physical frame's step leaves the walk (see `Walker::step`).
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// The frame's sender: walked on once it is found above the frame (and the first one is
+    /// where the walk's first physical Java frame returns to).
+    Sender(At),
+    /// The Java frame below a boundary crossed (a virtual thread's frozen frames, an entry
+    /// from native code): walked on as it is.
+    Across(At),
+    /// The walk ends: `true` at the end of the Java stack, `false` when the output is full.
+    End(bool),
 }
 
 pub(super) struct Out<'a> {
@@ -270,184 +295,250 @@ impl JavaLayout {
 impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     /// `Some(true)` at the end of the Java stack, `Some(false)`/`None` when cut short.
     fn walk_into(&self, interrupted: Interrupted, out: &mut Out<'_>) -> Option<bool> {
-        let regs = interrupted.regs;
         // The interpreter's registers describe the top frame only.
         let mut registers = Some((interrupted.bcp_register, interrupted.method_register));
-        let mut at = if (self.in_code_cache)(regs.pc) {
+        let mut at = match self.first_frame(interrupted, &mut registers, out)? {
+            Ok(at) => at,
+            Err(end) => return Some(end),
+        };
+        // Only the walk's first frame can be the stub a thaw not started yet was called from.
+        let mut thaw_not_started = interrupted.thaw_not_started;
+        for _ in 0..MAX_PHYSICAL_FRAMES {
+            let at_thaw_start = std::mem::take(&mut thaw_not_started) && out.count == 0;
+            match self.step(at, at_thaw_start, &mut registers, out)? {
+                Step::Across(next) => at = next,
+                Step::Sender(next) => {
+                    if next.sp <= at.sp {
+                        return None;
+                    }
+                    if out.first_return == 0 {
+                        out.first_return = next.pc;
+                    }
+                    at = next;
+                }
+                Step::End(end) => return Some(end),
+            }
+        }
+        None
+    }
+
+    /// The walk's first physical frame: the interrupted one if its pc is JVM-generated code,
+    /// else where the native walk reached Java code, else the thread's last Java frame. A
+    /// stub between native code and Java there is crossed (its native frames written).
+    /// `Ok(frame)` to walk on, `Err(complete)` when the walk ends before any frame, `None`
+    /// when it is cut. `registers` are dropped unless the first frame is the interrupted one.
+    fn first_frame(
+        &self,
+        interrupted: Interrupted,
+        registers: &mut Option<(u64, u64)>,
+        out: &mut Out<'_>,
+    ) -> Option<Result<At, bool>> {
+        let regs = interrupted.regs;
+        if (self.in_code_cache)(regs.pc) {
             match self.top_boundary(regs, out) {
                 // An ordinary frame of JVM-generated code.
-                None => At {
+                None => Some(Ok(At {
                     pc: regs.pc,
                     sp: regs.sp,
                     fp: regs.fp,
                     top: true,
                     exact: false,
-                },
+                })),
                 // A stub between native code and Java: crossed.
                 Some(crossed) => {
-                    registers = None;
-                    match crossed.next(out)? {
-                        Ok(next) => next,
-                        Err(end) => return Some(end),
-                    }
+                    *registers = None;
+                    crossed.next(out)
                 }
             }
         } else if let Some(entry) = interrupted
             .java_entry
             .filter(|e| (self.in_code_cache)(e.pc))
         {
-            registers = None;
-            // A thaw not started yet: its continuation stub is crossed in the loop below.
-            let boundary = if interrupted.thaw_not_started
-                && stubs::find(entry.pc).is_some_and(|s| s.kind == StubKind::Continuation)
-            {
-                None
-            } else {
-                self.top_boundary(entry, out)
-            };
-            match boundary {
-                // A leaf call from Java code: the frame is complete, but its pc is not always
-                // a call site with debug information (leaf calls have none).
-                None => At::returned_to(entry),
-                // The native code was called by an upcall stub (`UpcallLinker::on_entry`):
-                // its caller's native frames come next.
-                Some(crossed) => match crossed.next(out)? {
-                    Ok(next) => next,
-                    Err(end) => return Some(end),
-                },
-            }
+            *registers = None;
+            self.java_entry_frame(entry, interrupted.thaw_not_started, out)
         } else {
-            registers = None;
+            *registers = None;
             match self.thread_anchor()? {
-                Some(at) => at,
-                None => return Some(true), // no Java frame at all
+                Some(at) => Some(Ok(at)),
+                None => Some(Err(true)), // no Java frame at all
             }
+        }
+    }
+
+    /// The first frame when the native walk reached Java code at `entry` (the pc was native
+    /// code called from Java). As [`Self::first_frame`].
+    fn java_entry_frame(
+        &self,
+        entry: Regs,
+        thaw_not_started: bool,
+        out: &mut Out<'_>,
+    ) -> Option<Result<At, bool>> {
+        // A thaw not started yet: its continuation stub is crossed in the walk's loop.
+        let boundary = if thaw_not_started
+            && stubs::find(entry.pc).is_some_and(|s| s.kind == StubKind::Continuation)
+        {
+            None
+        } else {
+            self.top_boundary(entry, out)
         };
-        // Only the walk's first frame can be the stub a thaw not started yet was called from.
-        let mut thaw_not_started = interrupted.thaw_not_started;
-        for _ in 0..MAX_PHYSICAL_FRAMES {
-            let at_thaw_start = std::mem::take(&mut thaw_not_started) && out.count == 0;
-            if stubs::find(at.pc).is_some_and(|s| s.kind == StubKind::Continuation) {
-                // A virtual thread's older frames are still frozen in the heap (below the
-                // return barrier), or are being moved (thaw, freeze): never stepped over as an
-                // ordinary stub.
+        match boundary {
+            // A leaf call from Java code: the frame is complete, but its pc is not always
+            // a call site with debug information (leaf calls have none).
+            None => Some(Ok(At::returned_to(entry))),
+            // The native code was called by an upcall stub (`UpcallLinker::on_entry`):
+            // its caller's native frames come next.
+            Some(crossed) => crossed.next(out),
+        }
+    }
+
+    /// One physical frame at `at`: its Java frames written, and where the walk goes on
+    /// (`None`: it is cut). `at_thaw_start`: `at` is the walk's first frame and the stub a
+    /// thaw not started yet was called from. `registers` (the interpreter's, for the top
+    /// frame) are dropped at the first frame that is not the interpreter's, and taken by the
+    /// first interpreted frame.
+    fn step(
+        &self,
+        at: At,
+        at_thaw_start: bool,
+        registers: &mut Option<(u64, u64)>,
+        out: &mut Out<'_>,
+    ) -> Option<Step> {
+        if stubs::find(at.pc).is_some_and(|s| s.kind == StubKind::Continuation) {
+            // A virtual thread's older frames are still frozen in the heap (below the
+            // return barrier), or are being moved (thaw, freeze): never stepped over as an
+            // ordinary stub.
+            return Some(
                 match self.cross_continuation(at, at_thaw_start, out).next(out)? {
-                    Ok(next) => at = next,
-                    Err(end) => return Some(end),
-                }
-                continue;
-            }
-            if at.pc == self.layout.call_stub_return {
-                match self.cross_entry(at, out).next(out)? {
-                    Ok(next) if next.sp > at.sp => at = next,
-                    Ok(_) => return None,
-                    Err(end) => return Some(end),
-                }
-                continue;
-            }
-            let blob = self.layout.find_blob(at.pc)?;
-            if blob.kind != BlobKind::Interpreter {
-                registers = None;
-            }
-            // A return address's PcDesc, looked up once: whether it has one decides the path
-            // below, and its scopes are read from it.
-            let return_desc = (blob.kind == BlobKind::Nmethod && !at.top)
-                .then(|| self.layout.pc_desc(&blob, at.pc, false));
-            let entry_owner = if blob.kind == BlobKind::NativeNmethod {
-                self.entry_owner(at.pc)
-            } else {
-                EntryOwner::NotEntry
-            };
-            let next = match blob.kind {
-                BlobKind::NativeNmethod if entry_owner == EntryOwner::Virtual => {
-                    // A virtual thread's `Continuation.enterSpecial`: its stack ends here (the
-                    // carrier's frames below are not its own).
-                    return self.emit_compiled(&blob, at, out);
-                }
-                BlobKind::NativeNmethod if entry_owner == EntryOwner::Unknown => {
-                    // A virtual thread's entry, but whether the sample is written as the
-                    // virtual thread or as its carrier is not known now: cut here (its frames
-                    // above are right, but the stack is neither one's whole).
-                    let _ = self.emit_compiled(&blob, at, out);
-                    return None;
-                }
-                // A return address without debug information: of a leaf call from the method
-                // body or from an out-of-line stub (GC barriers, C1's slow paths).
-                BlobKind::Nmethod if matches!(return_desc, Some(None)) => {
-                    let next = self.undescribed_sender(&blob, at, false)?;
-                    if !self.emit_method_only(&blob, out)? {
-                        return Some(false);
-                    }
-                    next
-                }
-                BlobKind::Nmethod | BlobKind::NativeNmethod => {
-                    let next = self.compiled_sender(&blob, at);
-                    let crossed = if !at.top || blob.kind != BlobKind::Nmethod {
-                        None
-                    } else if blob.frame_complete_pc.is_some_and(|c| at.pc < c) {
-                        // In the prologue: the frame is where the prologue will have made it.
-                        self.prologue_sender(&blob, at)
-                    } else if next.is_none() {
-                        // Interrupted in an out-of-line stub (saving or restoring registers
-                        // around its call): the method's frame is where the stub jumps back.
-                        self.undescribed_sender(&blob, at, true)
-                    } else {
-                        None
-                    };
-                    if let Some(crossed) = crossed {
-                        if !self.emit_method_only(&blob, out)? {
-                            return Some(false);
-                        }
-                        crossed
-                    } else {
-                        let built = blob.frame_complete_at(at.pc);
-                        if next.is_none() && !(at.top && built && blob.kind == BlobKind::Nmethod) {
-                            return None;
-                        }
-                        // In a prologue whose code could not be followed (its sender found
-                        // among the candidates): the method alone, as above; the next PcDesc
-                        // may belong to a callee inlined further on.
-                        let in_prologue = at.top
-                            && blob.kind == BlobKind::Nmethod
-                            && blob.frame_complete_pc.is_some_and(|c| at.pc < c);
-                        let emitted = if in_prologue {
-                            self.emit_method_only(&blob, out)?
-                        } else {
-                            self.emit_compiled_with(&blob, at, return_desc.flatten(), out)?
-                        };
-                        if !emitted {
-                            return Some(false);
-                        }
-                        // The interrupted nmethod's own frames are known by its pc even when
-                        // its sender is not (a virtual thread's frames below are still frozen
-                        // in the heap, under Loom's return barrier): written, and the walk is
-                        // cut. Only past the prologue (`built`).
-                        next?
-                    }
-                }
-                BlobKind::Interpreter => {
-                    let next = self.interpreted_sender(at)?;
-                    let frame = self.interpreted_frame(at, registers.take())?;
-                    if !out.push(frame) {
-                        return Some(false);
-                    }
-                    next
-                }
-                BlobKind::Stub => self.stub_sender(&blob, at)?,
-                BlobKind::Upcall => match self.cross_upcall(&blob, at, out).next(out)? {
-                    Ok(next) => next,
-                    Err(end) => return Some(end),
+                    Ok(next) => Step::Across(next),
+                    Err(end) => Step::End(end),
                 },
+            );
+        }
+        if at.pc == self.layout.call_stub_return {
+            return match self.cross_entry(at, out).next(out)? {
+                Ok(next) if next.sp > at.sp => Some(Step::Across(next)),
+                Ok(_) => None,
+                Err(end) => Some(Step::End(end)),
             };
-            if next.sp <= at.sp {
+        }
+        let blob = self.layout.find_blob(at.pc)?;
+        if blob.kind != BlobKind::Interpreter {
+            *registers = None;
+        }
+        self.blob_step(&blob, at, registers, out)
+    }
+
+    /// [`Self::step`] for a frame in code blob `blob`: by its kind.
+    fn blob_step(
+        &self,
+        blob: &Blob,
+        at: At,
+        registers: &mut Option<(u64, u64)>,
+        out: &mut Out<'_>,
+    ) -> Option<Step> {
+        // A return address's PcDesc, looked up once: whether it has one decides the path
+        // below, and its scopes are read from it.
+        let return_desc = (blob.kind == BlobKind::Nmethod && !at.top)
+            .then(|| self.layout.pc_desc(blob, at.pc, false));
+        let entry_owner = if blob.kind == BlobKind::NativeNmethod {
+            self.entry_owner(at.pc)
+        } else {
+            EntryOwner::NotEntry
+        };
+        let next = match blob.kind {
+            BlobKind::NativeNmethod if entry_owner == EntryOwner::Virtual => {
+                // A virtual thread's `Continuation.enterSpecial`: its stack ends here (the
+                // carrier's frames below are not its own).
+                return self.emit_compiled(blob, at, out).map(Step::End);
+            }
+            BlobKind::NativeNmethod if entry_owner == EntryOwner::Unknown => {
+                // A virtual thread's entry, but whether the sample is written as the
+                // virtual thread or as its carrier is not known now: cut here (its frames
+                // above are right, but the stack is neither one's whole).
+                let _ = self.emit_compiled(blob, at, out);
                 return None;
             }
-            if out.first_return == 0 {
-                out.first_return = next.pc;
+            // A return address without debug information: of a leaf call from the method
+            // body or from an out-of-line stub (GC barriers, C1's slow paths).
+            BlobKind::Nmethod if matches!(return_desc, Some(None)) => {
+                let next = self.undescribed_sender(blob, at, false)?;
+                if !self.emit_method_only(blob, out)? {
+                    return Some(Step::End(false));
+                }
+                next
             }
-            at = next;
+            BlobKind::Nmethod | BlobKind::NativeNmethod => {
+                return self.compiled_step(blob, at, return_desc.flatten(), out);
+            }
+            BlobKind::Interpreter => {
+                let next = self.interpreted_sender(at)?;
+                let frame = self.interpreted_frame(at, registers.take())?;
+                if !out.push(frame) {
+                    return Some(Step::End(false));
+                }
+                next
+            }
+            BlobKind::Stub => self.stub_sender(blob, at)?,
+            BlobKind::Upcall => match self.cross_upcall(blob, at, out).next(out)? {
+                Ok(next) => next,
+                Err(end) => return Some(Step::End(end)),
+            },
+        };
+        Some(Step::Sender(next))
+    }
+
+    /// [`Self::step`] for a compiled frame (an nmethod's at a pc with debug information, or
+    /// a native method's wrapper): its frames, and its sender. `return_desc`: the PcDesc at
+    /// `at` if it is a return address that has one.
+    fn compiled_step(
+        &self,
+        blob: &Blob,
+        at: At,
+        return_desc: Option<PcDesc>,
+        out: &mut Out<'_>,
+    ) -> Option<Step> {
+        let next = self.compiled_sender(blob, at);
+        let crossed = if !at.top || blob.kind != BlobKind::Nmethod {
+            None
+        } else if blob.frame_complete_pc.is_some_and(|c| at.pc < c) {
+            // In the prologue: the frame is where the prologue will have made it.
+            self.prologue_sender(blob, at)
+        } else if next.is_none() {
+            // Interrupted in an out-of-line stub (saving or restoring registers
+            // around its call): the method's frame is where the stub jumps back.
+            self.undescribed_sender(blob, at, true)
+        } else {
+            None
+        };
+        if let Some(crossed) = crossed {
+            if !self.emit_method_only(blob, out)? {
+                return Some(Step::End(false));
+            }
+            return Some(Step::Sender(crossed));
         }
-        None
+        let built = blob.frame_complete_at(at.pc);
+        if next.is_none() && !(at.top && built && blob.kind == BlobKind::Nmethod) {
+            return None;
+        }
+        // In a prologue whose code could not be followed (its sender found
+        // among the candidates): the method alone, as above; the next PcDesc
+        // may belong to a callee inlined further on.
+        let in_prologue = at.top
+            && blob.kind == BlobKind::Nmethod
+            && blob.frame_complete_pc.is_some_and(|c| at.pc < c);
+        let emitted = if in_prologue {
+            self.emit_method_only(blob, out)?
+        } else {
+            self.emit_compiled_with(blob, at, return_desc, out)?
+        };
+        if !emitted {
+            return Some(Step::End(false));
+        }
+        // The interrupted nmethod's own frames are known by its pc even when
+        // its sender is not (a virtual thread's frames below are still frozen
+        // in the heap, under Loom's return barrier): written, and the walk is
+        // cut. Only past the prologue (`built`).
+        Some(Step::Sender(next?))
     }
 
     /// The last Java frame the thread's own anchor records; `Some(None)` if it records none.
