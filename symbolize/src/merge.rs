@@ -47,6 +47,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::jfr::metadata::Metadata;
 use crate::jfr::{read_chunks, Chunk, ReadError};
+pub use crate::profile::OUR_LIBRARY_EVENT;
 use crate::rewrite::SYMBOLIZATION_EVENT;
 use reframe::{event_counts, rebuild, Plan, Retime, TickClock};
 
@@ -72,11 +73,6 @@ pub const OUR_DUPLICATES: [&str; 5] = [
     "jdk.ThreadStart",
     "jdk.ThreadEnd",
 ];
-
-/// The name our `jdk.NativeLibrary` events take in a merged file whose JDK chunks have their
-/// own: the JDK's list every library under the JDK's declaration (JMC's Native Libraries
-/// page); ours add the build-id and file offset that the symbolizer resolves PCs with.
-pub const OUR_LIBRARY_EVENT: &str = "jfrnative.NativeLibrary";
 
 /// The event types of ours that always stay, and whose JDK events (JDK 25's own CPU-time
 /// sampler) never do.

@@ -193,13 +193,18 @@ pub const JVM_CODE_LIBRARY: &str = "jvm-generated";
 /// exports (`threads=all`: the JVM's GC, JIT compiler and VM threads, native threads).
 pub const NOT_JAVA_MARK: &str = " [not Java]";
 
+/// The name our `jdk.NativeLibrary` events take in a merged file whose JDK chunks have their
+/// own: the JDK's list every library under the JDK's declaration (JMC's Native Libraries
+/// page); ours add the build-id and file offset that the symbolizer resolves PCs with.
+pub const OUR_LIBRARY_EVENT: &str = "jfrnative.NativeLibrary";
+
 /// Reads the samples and libraries of `chunk`.
 pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
     let md = &chunk.metadata;
     let sample_class = md.class_by_name("jdk.CPUTimeSample");
     // Ours, renamed in a file merged with the JDK's own recording, else the JDK's name.
     let library_class = md
-        .class_by_name(crate::merge::OUR_LIBRARY_EVENT)
+        .class_by_name(OUR_LIBRARY_EVENT)
         .or_else(|| md.class_by_name("jdk.NativeLibrary"));
     let lost_class = md.class_by_name("jdk.CPUTimeSamplesLost");
     let jvm_code_class = md.class_by_name("jfrnative.JvmCode");

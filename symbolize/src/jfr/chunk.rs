@@ -3,9 +3,9 @@
 use rustc_hash::FxHashMap;
 
 use super::cursor::Cursor;
+use super::error::ReadError;
 use super::metadata::Metadata;
 use super::value::{decode_instance, Value};
-use super::ReadError;
 
 /// Size of a chunk header.
 pub const HEADER_SIZE: usize = 68;

@@ -1,7 +1,7 @@
 //! A bounds-checked reader over one chunk's bytes: JFR varints, raw big-endian numbers and the
 //! six string encodings. Every error names the file offset where it happened.
 
-use super::ReadError;
+use super::error::ReadError;
 
 /// How a string was written (the encoding byte, JFR format §1).
 #[derive(Debug, Clone, PartialEq)]

@@ -4,7 +4,7 @@
 use rustc_hash::FxHashMap;
 
 use super::cursor::{Cursor, JString};
-use super::ReadError;
+use super::error::ReadError;
 
 /// Deepest element nesting accepted (the JDK's tree is 5 levels deep).
 const MAX_DEPTH: usize = 32;

@@ -8,32 +8,15 @@
 pub mod chunk;
 pub mod cursor;
 pub mod encode;
+pub mod error;
 pub mod metadata;
 pub mod sizes;
 pub mod value;
 
-use std::fmt;
-
 pub use chunk::{Chunk, Header, Record};
+pub use error::ReadError;
 pub use metadata::Metadata;
 pub use value::Value;
-
-/// A malformed or truncated input, with the file offset where reading failed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReadError {
-    /// File offset.
-    pub offset: u64,
-    /// What was wrong.
-    pub what: String,
-}
-
-impl fmt::Display for ReadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "at offset {}: {}", self.offset, self.what)
-    }
-}
-
-impl std::error::Error for ReadError {}
 
 /// The chunks of a file read up to the first damage.
 pub struct Chunks<'a> {

@@ -1,8 +1,8 @@
 //! Field values decoded by the metadata, whatever the event or constant type.
 
 use super::cursor::{Cursor, JString};
+use super::error::ReadError;
 use super::metadata::{Field, Metadata};
-use super::ReadError;
 
 /// Deepest struct nesting accepted while decoding inline values.
 const MAX_DEPTH: usize = 32;
