@@ -7,8 +7,8 @@
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::unwind::rule::Table;
-use crate::unwind::{Code, CodeKind, Rule};
+use crate::unwind::rule::{Rule, Table};
+use crate::unwind::types::{Code, CodeKind};
 
 /// One executable range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

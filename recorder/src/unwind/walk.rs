@@ -12,7 +12,7 @@
 )]
 
 use super::rule::{Kind, Rule, SavedRbp};
-use super::{Code, CodeKind, Memory, Regs, Stop};
+use super::types::{Code, CodeKind, Memory, Regs, Stop};
 
 /// Where rip, rsp and rbp of the interrupted code are, in bytes from the start of a
 /// `ucontext_t` (x86_64 Linux: `uc_mcontext.gregs[REG_*]`).
