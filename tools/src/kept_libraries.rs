@@ -99,7 +99,7 @@ pub fn keep_libraries(target: &Target, paths: &[String], root: &Path, bound: u64
         let done = to
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| crate::mirror::copy_atomically(file, len, &to));
+            .and_then(|()| crate::atomic_file::copy_atomically(file, len, &to));
         if done.is_ok() {
             kept.files += 1;
             kept.bytes += len;
@@ -192,7 +192,7 @@ fn copy_mapped(
     }
     to.parent()
         .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| crate::mirror::copy_atomically(file, len, to))
+        .and_then(|()| crate::atomic_file::copy_atomically(file, len, to))
         .map_err(|e| format!("cannot write {}: {e}", to.display()))?;
     Ok(Some(len))
 }

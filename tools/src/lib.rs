@@ -2,6 +2,7 @@
 
 pub mod agent_flags;
 pub mod any_command;
+pub mod atomic_file;
 pub mod attach;
 pub mod confined;
 pub mod demo;

@@ -13,6 +13,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::atomic_file::{copy_atomically, write_atomically};
 use crate::confined::dir::Refused;
 use crate::stage::{Stage, STATUS_BYTES};
 
@@ -158,27 +159,4 @@ impl Mirror {
         let path = stage.dir_path.join(sub).join(name);
         self.skipped.contains_key(&path.display().to_string())
     }
-}
-
-/// Copies `len` bytes of `from` (a file opened in a stage) to `to` through a temporary file
-/// beside `to`, so that `to` is never half written.
-pub fn copy_atomically(from: std::fs::File, len: u64, to: &Path) -> std::io::Result<()> {
-    use std::io::Read;
-    let partial = part_of(to);
-    let mut out = std::fs::File::create(&partial)?;
-    std::io::copy(&mut from.take(len), &mut out)?;
-    drop(out);
-    std::fs::rename(&partial, to)
-}
-
-fn write_atomically(to: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let partial = part_of(to);
-    std::fs::write(&partial, bytes)?;
-    std::fs::rename(&partial, to)
-}
-
-fn part_of(to: &Path) -> PathBuf {
-    let mut partial = to.as_os_str().to_owned();
-    partial.push(".part");
-    PathBuf::from(partial)
 }

@@ -272,7 +272,7 @@ fn copy_dir(
                     continue;
                 }
                 let made = std::fs::create_dir_all(to)
-                    .and_then(|()| crate::mirror::copy_atomically(file, len, &dest));
+                    .and_then(|()| crate::atomic_file::copy_atomically(file, len, &dest));
                 match made {
                     Ok(()) => {
                         copied.0 += 1;

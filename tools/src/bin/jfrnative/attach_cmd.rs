@@ -9,7 +9,8 @@ use std::sync::atomic::AtomicI32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tools::mirror::{copy_atomically, Mirror, RECORDING_BYTES};
+use tools::atomic_file::copy_atomically;
+use tools::mirror::{Mirror, RECORDING_BYTES};
 use tools::session::{self, Session};
 use tools::stage::{self, Stage};
 use tools::upload::continuous::Continuous;
