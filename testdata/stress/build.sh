@@ -3,7 +3,7 @@
 #   libstress.so          the JNI library (stress.c): dlopen churn, Java -> native -> Java recursion
 #   libchurn0..3.so       four copies of churn.c, dlopened and dlclosed by the stress program
 #   sigsender             the junk signal sender (sigsender.c)
-#   *.class               Stress, Parity, Jni (javac --release 17, so that JDK 17 and 25 run them)
+#   *.class               Stress, Parity, Jni (javac --release 11, so that every JDK from 11 runs them)
 # Usage: JAVA_HOME=<a JDK with javac> build.sh OUT
 set -euo pipefail
 if [[ $# -ne 1 || -z "${JAVA_HOME:-}" ]]; then
@@ -20,5 +20,5 @@ for copy in 0 1 2 3; do
     "${cc[@]}" -shared -fPIC -DCOPY="$copy" "$src/churn.c" -o "$out/libchurn$copy.so"
 done
 "${cc[@]}" "$src/sigsender.c" -o "$out/sigsender"
-"$JAVA_HOME/bin/javac" --release 17 -Xlint:all -Werror -d "$out" \
+"$JAVA_HOME/bin/javac" --release 11 -Xlint:all -Werror -d "$out" \
     "$src/Stress.java" "$src/Parity.java" "$src/Jni.java"

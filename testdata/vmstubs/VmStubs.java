@@ -101,12 +101,16 @@ public class VmStubs {
         long endNs = System.nanoTime() + (long) (seconds * 1e9);
         java.util.List<Thread> threads = new java.util.ArrayList<>();
         for (String name : which.split(",")) {
-            Runnable body = switch (name) {
-                case "delete" -> () -> delete(endNs);
-                case "vcalls" -> () -> vcalls(endNs);
-                case "icalls" -> () -> icalls(endNs);
-                default -> throw new IllegalArgumentException("unknown thread " + name);
-            };
+            Runnable body;
+            if (name.equals("delete")) {
+                body = () -> delete(endNs);
+            } else if (name.equals("vcalls")) {
+                body = () -> vcalls(endNs);
+            } else if (name.equals("icalls")) {
+                body = () -> icalls(endNs);
+            } else {
+                throw new IllegalArgumentException("unknown thread " + name);
+            }
             Thread t = new Thread(body, name);
             t.start();
             threads.add(t);

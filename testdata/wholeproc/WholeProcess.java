@@ -50,27 +50,26 @@ public class WholeProcess {
         String mode = args[0];
         double seconds = Double.parseDouble(args[1]);
         long end = System.nanoTime() + (long) (seconds * 1e9);
-        switch (mode) {
-            case "alloc" -> {
-                List<Thread> threads = new ArrayList<>();
-                for (int t = 0; t < 2; t++) {
-                    int seed = t + 1;
-                    threads.add(new Thread(() -> {
-                        allocate(end, seed);
-                        printSelf();
-                    }, "allocator-" + t));
-                }
-                for (Thread t : threads) t.start();
-                for (Thread t : threads) t.join();
+        if (mode.equals("alloc")) {
+            List<Thread> threads = new ArrayList<>();
+            for (int t = 0; t < 2; t++) {
+                int seed = t + 1;
+                threads.add(new Thread(() -> {
+                    allocate(end, seed);
+                    printSelf();
+                }, "allocator-" + t));
             }
-            case "pthreads" -> {
-                burn(System.nanoTime() + 1_000_000_000L);
-                startWorkers(2, seconds - 1);
-                burn(end);
-                System.out.print(joinWorkers());
-            }
-            case "churn" -> System.out.println("CHURNED\t" + churn((int) seconds));
-            default -> throw new IllegalArgumentException(mode);
+            for (Thread t : threads) t.start();
+            for (Thread t : threads) t.join();
+        } else if (mode.equals("pthreads")) {
+            burn(System.nanoTime() + 1_000_000_000L);
+            startWorkers(2, seconds - 1);
+            burn(end);
+            System.out.print(joinWorkers());
+        } else if (mode.equals("churn")) {
+            System.out.println("CHURNED\t" + churn((int) seconds));
+        } else {
+            throw new IllegalArgumentException(mode);
         }
         printTasks();
     }

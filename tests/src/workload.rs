@@ -140,12 +140,13 @@ pub fn jni_gcc(jdk: &Jdk, flags: &[&str]) -> Command {
     cmd
 }
 
-/// Compiles `source` into `dir` with `--release 17`, so that both JDKs run it.
+/// Compiles `source` into `dir` with `--release 11`, so that every JDK of the matrix runs it
+/// ([`crate::jdk::MATRIX`]).
 pub fn javac(jdk: &Jdk, source: &Path, dir: &Path) -> Result<(), String> {
     let javac = crate::jdk::javac_for(jdk)
         .ok_or_else(|| format!("no javac found to compile {}", source.display()))?;
     run(Command::new(javac)
-        .args(["--release", "17", "-d"])
+        .args(["--release", "11", "-d"])
         .arg(dir)
         .arg(source))
     .map(drop)

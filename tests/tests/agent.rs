@@ -1,13 +1,14 @@
-//! The agent on the bundled Java + JNI workload, on JDK 17 and JDK 25: exact native chains,
-//! CPU-time weights, files every reader accepts, coexistence with JDK 25's own sampler,
-//! crash-safety, and option errors.
+//! The agent on the bundled Java + JNI workload: exact native chains, CPU-time weights and files
+//! every JDK's readers accept on every JDK of the matrix (11, 17, 21, 25: each JDK's
+//! `RecordingFile` and `jfr print --json` read each JDK's file); on JDK 17 and 25, coexistence
+//! with JDK 25's own sampler, crash-safety, and option errors.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use tests::golden::SampleView;
-use tests::jdk::{oracle_jdks, required, Jdk};
+use tests::jdk::{matrix_jdks, oracle_jdks, required, Jdk};
 use tests::natives::Symbols;
 use tests::readers::{jfr_json, jfrs, jvm_code_ranges, recording_file, run};
 use tests::workload::{java_with_agent, run_workload, thread_cpu_ns, workload_dir};
@@ -193,7 +194,7 @@ fn check_recording(jdk: &Jdk, file: &Path, stdout: &[u8], interval: &str) {
         jfrs_reading.samples, reading.samples,
         "{what}: jfrs and jfr print --json disagree"
     );
-    for other in oracle_jdks() {
+    for other in matrix_jdks() {
         let rf = recording_file(&other, file)
             .unwrap_or_else(|e| panic!("{what}: RecordingFile of {}: {e}", other.name()));
         assert_eq!(
@@ -215,7 +216,7 @@ fn check_recording(jdk: &Jdk, file: &Path, stdout: &[u8], interval: &str) {
 
 #[test]
 fn records_exact_native_chains_and_cpu_time_on_every_jdk() {
-    for jdk in oracle_jdks() {
+    for jdk in matrix_jdks() {
         for interval in ["10ms", "1ms"] {
             let file = out_dir("chains").join(format!("jdk{}-{interval}.jfr", jdk.major));
             let out = run_workload(

@@ -41,7 +41,8 @@ use tests::boundary_measures::{
 };
 use tests::boundary_stacks::{Frame, Sample};
 use tests::jdk::{
-    jdks_required, missing, oracle_jdks, required, third_party_reader, virtual_thread_jdks,
+    jdks_required, matrix_jdks, missing, oracle_jdks, required, third_party_reader,
+    virtual_thread_jdks,
 };
 use tests::readers::run;
 use tests::workload::{repo, why_no_sources};
@@ -76,8 +77,8 @@ fn one_at_a_time<T>(f: impl FnOnce() -> T) -> T {
 
 type Recordings = Result<Vec<Recorded>, String>;
 
-/// The JNA recordings, one per JDK (17, 25), made once; empty without Debian's JNA (an error
-/// in CI).
+/// The JNA recordings, one per JDK of the matrix (11, 17, 21, 25), made once; empty without
+/// Debian's JNA (an error in CI).
 fn jna_recordings() -> &'static [Recorded] {
     static RECORDINGS: OnceLock<Recordings> = OnceLock::new();
     RECORDINGS
@@ -89,7 +90,7 @@ fn jna_recordings() -> &'static [Recorded] {
                 eprintln!("{JNA_JAR} is missing (apt-get install libjna-java): JNA skipped");
                 return Ok(vec![]);
             }
-            oracle_jdks()
+            matrix_jdks()
                 .iter()
                 .map(|jdk| one_at_a_time(|| record_jna(jdk)))
                 .collect()

@@ -1,5 +1,5 @@
-//! Complete native stacks through code without frame pointers, with `cstack=dwarf` on JDK 17 and
-//! JDK 25: a JNI call chain whose leaf has no frame (built with plain `-O2`, with and without
+//! Complete native stacks through code without frame pointers, with `cstack=dwarf` on every JDK
+//! of the matrix (11, 17, 21, 25): a JNI call chain whose leaf has no frame (built with plain `-O2`, with and without
 //! frame pointers), the system zlib (through JNI and through the JDK's `Deflater`), libc's
 //! memcpy/memset, qsort with a frameless comparator, malloc/free, and the vDSO. All modes run as
 //! threads of one JVM per JDK (the `testdata/cstack` workload); each test checks its threads'
@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use tests::golden::SampleView;
-use tests::jdk::{oracle_jdks, Jdk};
+use tests::jdk::{matrix_jdks, Jdk};
 use tests::natives::{
     cstack_dir, frame_instructions, run_cstack, ChainBuild, Frame, Symbols, CHAIN, CHAIN_BUILDS,
     MODES_LIBRARY,
@@ -81,7 +81,7 @@ fn record(jdk: &Jdk) -> Result<Recording, String> {
 fn recordings() -> &'static [Recording] {
     static RECORDINGS: OnceLock<Result<Vec<Recording>, String>> = OnceLock::new();
     RECORDINGS
-        .get_or_init(|| oracle_jdks().iter().map(record).collect())
+        .get_or_init(|| matrix_jdks().iter().map(record).collect())
         .as_deref()
         .unwrap_or_else(|e| panic!("recording the cstack workload: {e}"))
 }

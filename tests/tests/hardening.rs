@@ -1,6 +1,7 @@
 //! The agent never crashes, hangs or misleads the JVM: each test puts a sampled thread where an
 //! earlier agent crashed (exit 139 or 134), hung, or wrote samples to the wrong thread, using
-//! `testdata/hardening` (a JNI library and `Hardening.java`), on every JDK found, at 1 ms. The
+//! `testdata/hardening` (a JNI library and `Hardening.java`), at 1 ms: the guard-zone and
+//! unreadable-page cases on every JDK of the matrix (11, 17, 21, 25), the others on 17 and 25. The
 //! tests check the JVM's exit, the agent's own counters in its summary line, and the recording
 //! read by the JDK's `jfr`.
 
@@ -11,7 +12,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use tests::jdk::{oracle_jdks, Jdk};
+use tests::jdk::{matrix_jdks, oracle_jdks, Jdk};
 use tests::readers::{jfr_json, run};
 use tests::stress::{run_dir, run_guarded, JvmRun};
 use tests::workload::{
@@ -74,7 +75,7 @@ const LIMIT: Duration = Duration::from_secs(90);
 
 #[test]
 fn a_thread_near_its_stack_guard_zone_is_skipped_not_crashed() {
-    for jdk in oracle_jdks() {
+    for jdk in matrix_jdks() {
         // An earlier agent died (exit 139) with 5.4 and 7.5 KB left.
         for left in ["5500", "7500"] {
             let dir = run_dir("hardening", &format!("guard{}-{left}", jdk.major));
@@ -132,7 +133,7 @@ fn code_on_another_stack_is_sampled_by_its_pc_alone() {
 /// fault there made HotSpot retry forever (a hang).
 #[test]
 fn an_unreadable_stack_page_ends_the_sample_not_the_jvm() {
-    for jdk in oracle_jdks() {
+    for jdk in matrix_jdks() {
         let dir = run_dir("hardening", &format!("guardpage{}", jdk.major));
         let options = format!(
             "file={},interval=1ms,cstack=fp",

