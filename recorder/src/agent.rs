@@ -596,8 +596,11 @@ fn try_start(agent: &'static Agent, this_thread: Option<(JniEnv, JObject)>) -> R
     if matches!(effective, engine::Effective::Perf(_)) {
         crate::sampling::perf::protect_from_sigio();
     }
-    // After the fault hook: the thread objects are read through it.
+    // After the fault hook: the thread objects and the flag table are read through it.
     if hotspot::sample::USE_VM_WALK.load(Ordering::Acquire) {
+        if let Some(v) = hotspot::vm_structs() {
+            hotspot::scopes::find_non_safepoint_flag(v);
+        }
         prepare_virtual_threads(agent);
     }
     RECORDING.store(true, Ordering::Release);

@@ -13,6 +13,12 @@ const MAX_NAME: u64 = 64;
 
 /// The value of boolean flag `name`, if the JVM has it.
 pub fn bool_flag(v: &VmStructs, name: &str) -> Option<bool> {
+    read_u8(flag_address(v, name)?).map(|b| b != 0)
+}
+
+/// The address of flag `name`'s value in libjvm's data, if the JVM has it: for a flag read
+/// again later (one that another agent may set after ours has loaded).
+pub fn flag_address(v: &VmStructs, name: &str) -> Option<u64> {
     let table = v.static_u64("JVMFlag", "flags")?;
     let count = v.static_u64("JVMFlag", "numFlags")?.min(MAX_FLAGS);
     let size = v.type_size("JVMFlag")?;
@@ -26,8 +32,7 @@ pub fn bool_flag(v: &VmStructs, name: &str) -> Option<bool> {
             continue;
         };
         if text == name {
-            let value = read_ptr(flag.checked_add(addr_offset)?)?;
-            return read_u8(value).map(|b| b != 0);
+            return read_ptr(flag.checked_add(addr_offset)?).filter(|&a| a != 0);
         }
     }
     None

@@ -33,7 +33,7 @@
 use super::codeblob::{Blob, BlobKind};
 use super::layout::JavaLayout;
 use super::mem::read_ptr;
-use super::scopes::{PcDesc, Scope, MAX_SCOPES};
+use super::scopes::{self, PcDesc, Scope, MAX_SCOPES};
 use super::stub_exit;
 use super::stubs::{self, StubKind};
 use crate::unwind::{Memory, NativeFrames, Regs};
@@ -462,7 +462,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             // body or from an out-of-line stub (GC barriers, C1's slow paths).
             BlobKind::Nmethod if matches!(return_desc, Some(None)) => {
                 let next = self.undescribed_sender(blob, at, false)?;
-                if !self.emit_method_only(blob, out)? {
+                if !self.emit_leaf_caller(blob, at, out)? {
                     return Some(Step::End(false));
                 }
                 next
@@ -594,6 +594,36 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 .layout
                 .scopes_at(blob, method, at.pc, !at.exact, &mut scopes)?,
         };
+        self.emit_scopes(&scopes, count, out)
+    }
+
+    /// The frames of nmethod `blob` at `at`, the return address of a leaf call without debug
+    /// information: its scopes from the PcDesc that stands for the call
+    /// ([`JavaLayout::leaf_call_desc`]: with `DebugNonSafepoints`, the last one before it when
+    /// the code runs straight from there to the call), else its method alone. False when the
+    /// output is full.
+    fn emit_leaf_caller(&self, blob: &Blob, at: At, out: &mut Out<'_>) -> Option<bool> {
+        if let Some(desc) = self.layout.leaf_call_desc(blob, at.pc) {
+            let method = read_ptr(blob.at.checked_add(self.layout.nm_method)?)?;
+            let mut scopes = [Scope::default(); MAX_SCOPES];
+            if let Some(count) = self.layout.scopes_from(&desc, method, &mut scopes) {
+                scopes::count_leaf_call(0);
+                return self.emit_scopes(&scopes, count, out);
+            }
+            scopes::count_leaf_call(4);
+        }
+        self.emit_method_only(blob, out)
+    }
+
+    /// Writes `count` scopes, innermost first: the last as the compiled frame, the others as
+    /// inlined into it. False when the output is full; `None` (nothing written) if a scope's
+    /// method has no jmethodID.
+    fn emit_scopes(
+        &self,
+        scopes: &[Scope; MAX_SCOPES],
+        count: usize,
+        out: &mut Out<'_>,
+    ) -> Option<bool> {
         let mut ids = [0u64; MAX_SCOPES];
         // Every method first: a scope without a jmethodID stops the walk before any of this
         // frame's scopes is written.

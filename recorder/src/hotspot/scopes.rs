@@ -15,12 +15,49 @@
 
 use super::codeblob::Blob;
 use super::layout::{DebugInfo, JavaLayout};
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::mem::{read_ptr, read_u8};
+use super::stub_exit;
 
 /// Most scopes read for one pc (deeper inlining is cut, and the chain not trusted).
 pub const MAX_SCOPES: usize = 64;
 /// Most PcDescs an nmethod may have for the search to run (a bound on garbage sizes).
 const MAX_PC_DESCS: u64 = 1 << 24;
+
+/// What [`JavaLayout::leaf_call_desc`] and its caller made of a leaf call's return address
+/// without debug information, by index (for the summary).
+pub const LEAF_CALLS: [&str; 5] = [
+    "the caller's scopes from the PcDesc before the call",
+    "method alone: no -XX:+DebugNonSafepoints",
+    "method alone: no PcDesc before the call",
+    "method alone: code not straight from it to the call",
+    "method alone: its scopes not ending at the method",
+];
+
+/// Where the value of the `DebugNonSafepoints` flag is (a `bool` in libjvm's data; 0: not
+/// found), read at each use: another agent (async-profiler) may set it after ours has loaded,
+/// and methods compiled from then on have PcDescs between safepoints.
+static NON_SAFEPOINT_FLAG: AtomicU64 = AtomicU64::new(0);
+
+/// Finds the `DebugNonSafepoints` flag in the JVM's flag table, once the fault hook is
+/// installed (the table is read through it), before the first sample.
+pub fn find_non_safepoint_flag(v: &super::vmstructs::VmStructs) {
+    if let Some(addr) = super::flags::flag_address(v, "DebugNonSafepoints") {
+        NON_SAFEPOINT_FLAG.store(addr, Ordering::Release);
+    }
+}
+
+/// Leaf calls' return addresses without debug information, by outcome ([`LEAF_CALLS`]).
+pub static LEAF_CALL_COUNTS: [AtomicU64; LEAF_CALLS.len()] =
+    [const { AtomicU64::new(0) }; LEAF_CALLS.len()];
+
+/// Counts one outcome of [`LEAF_CALLS`].
+pub fn count_leaf_call(outcome: usize) {
+    if let Some(c) = LEAF_CALL_COUNTS.get(outcome) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
 
 /// One scope: a `Method*` and a bytecode index (-1: the method's entry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -116,6 +153,43 @@ impl JavaLayout {
         }
     }
 
+    /// The number of PcDescs in `tables`, and the address of the `i`th: `None` if the table
+    /// is not plausible.
+    fn pc_descs(&self, tables: &Tables) -> Option<u64> {
+        let size = self.pc_desc_size;
+        if size == 0 || tables.pcs_end < tables.pcs_begin {
+            return None;
+        }
+        let count = tables
+            .pcs_end
+            .checked_sub(tables.pcs_begin)?
+            .checked_div(size)?;
+        (count != 0 && count <= MAX_PC_DESCS).then_some(count)
+    }
+
+    /// The address of PcDesc `i` of `tables`.
+    fn pc_desc_at(&self, tables: &Tables, i: u64) -> Option<u64> {
+        tables
+            .pcs_begin
+            .checked_add(i.checked_mul(self.pc_desc_size)?)
+    }
+
+    /// The index of the first PcDesc of `tables` (of `count`) whose code offset is at or after
+    /// `rel`: `count` if there is none.
+    fn first_at_or_after(&self, tables: &Tables, count: u64, rel: i64) -> Option<u64> {
+        let (mut lo, mut hi) = (0u64, count);
+        while lo < hi {
+            let mid = lo.checked_add(hi.checked_sub(lo)? / 2)?;
+            let offset = self.pc_offset.int(self.pc_desc_at(tables, mid)?)?;
+            if offset < rel {
+                lo = mid.checked_add(1)?;
+            } else {
+                hi = mid;
+            }
+        }
+        Some(lo)
+    }
+
     /// The scope-decode offset of the PcDesc for `pc` in nmethod `blob`: the one at exactly
     /// `pc` (a return address), or with `approximate`, the first at or after it (the pc of an
     /// interrupted instruction; HotSpot's own sampler does the same).
@@ -127,37 +201,62 @@ impl JavaLayout {
         approximate: bool,
     ) -> Option<i64> {
         let rel = i64::try_from(pc.checked_sub(blob.code_begin)?).ok()?;
-        let size = self.pc_desc_size;
-        if size == 0 || tables.pcs_end < tables.pcs_begin {
-            return None;
-        }
-        let count = tables
-            .pcs_end
-            .checked_sub(tables.pcs_begin)?
-            .checked_div(size)?;
-        if count == 0 || count > MAX_PC_DESCS {
-            return None;
-        }
-        let desc = |i: u64| tables.pcs_begin.checked_add(i.checked_mul(size)?);
-        // First index whose pc_offset >= rel.
-        let (mut lo, mut hi) = (0u64, count);
-        while lo < hi {
-            let mid = lo.checked_add(hi.checked_sub(lo)? / 2)?;
-            let offset = self.pc_offset.int(desc(mid)?)?;
-            if offset < rel {
-                lo = mid.checked_add(1)?;
-            } else {
-                hi = mid;
-            }
-        }
+        let count = self.pc_descs(tables)?;
+        let lo = self.first_at_or_after(tables, count, rel)?;
         if lo >= count {
             return None;
         }
-        let found = desc(lo)?;
+        let found = self.pc_desc_at(tables, lo)?;
         if !approximate && self.pc_offset.int(found)? != rel {
             return None;
         }
         self.scope_decode_offset.int(found)
+    }
+
+    /// The PcDesc that stands for the leaf call returning to `ret` in nmethod `blob`, a return
+    /// address without one of its own (a call to an arraycopy stub, or another leaf call C2
+    /// makes after parsing, without debug information). HotSpot gives such a call none: a
+    /// PcDesc describes the code up to its offset, and the code after it belongs to the next,
+    /// which for a leaf call is often code elsewhere (an uncommon trap after a jump). Taken
+    /// only when all of these hold, else `None` (the method alone is written):
+    /// - the JVM records PcDescs between safepoints (`-XX:+DebugNonSafepoints`, read now);
+    /// - the PcDesc is the last one before `ret` (HotSpot's sentinel excluded);
+    /// - the code from its offset runs straight to the call ([`stub_exit::straight_to_call`]):
+    ///   nothing in between has debug information of its own, and no jump or other call
+    ///   leaves the path, so the call is part of the code that PcDesc's scopes were running.
+    ///
+    /// Never the next PcDesc.
+    pub fn leaf_call_desc(&self, blob: &Blob, ret: u64) -> Option<PcDesc> {
+        let flag = match NON_SAFEPOINT_FLAG.load(Ordering::Acquire) {
+            0 => None,
+            addr => read_u8(addr),
+        };
+        if flag.unwrap_or(0) == 0 {
+            count_leaf_call(1);
+            return None;
+        }
+        let tables = self.tables(blob.at)?;
+        let rel = i64::try_from(ret.checked_sub(blob.code_begin)?).ok()?;
+        let count = self.pc_descs(&tables)?;
+        let before = self.first_at_or_after(&tables, count, rel)?.checked_sub(1);
+        let desc = before.and_then(|i| self.pc_desc_at(&tables, i));
+        // HotSpot's first PcDesc, a sentinel, has the offset -1.
+        let offset = desc
+            .and_then(|d| self.pc_offset.int(d))
+            .and_then(|o| u64::try_from(o).ok());
+        let (Some(desc), Some(offset)) = (desc, offset) else {
+            count_leaf_call(2);
+            return None;
+        };
+        let from = blob.code_begin.checked_add(offset)?;
+        if !stub_exit::straight_to_call(from, ret) {
+            count_leaf_call(3);
+            return None;
+        }
+        Some(PcDesc {
+            scope_offset: self.scope_decode_offset.int(desc)?,
+            tables,
+        })
     }
 
     /// The PcDesc for `pc` in nmethod `blob` (exactly at `pc`, or with `approximate` the first

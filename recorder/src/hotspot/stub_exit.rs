@@ -193,6 +193,46 @@ pub fn follow(pc: u64, is_body: impl Fn(u64) -> bool) -> Option<Exit> {
     None
 }
 
+/// Most bytes between a PcDesc and the leaf call it may stand for ([`straight_to_call`]): the
+/// guards and argument set-up of an arraycopy call are under 100 bytes.
+pub const MAX_STRAIGHT_BYTES: u64 = 128;
+
+/// Whether the code from `from` (an instruction boundary) runs straight to a call that returns
+/// to `ret`: every instruction before it falls through or branches conditionally (no jump,
+/// return or other call), the last is a call (direct or indirect) ending exactly at `ret`, and
+/// the whole is at most [`MAX_STRAIGHT_BYTES`]. Then no debug information of its own lies
+/// between `from` and the call, and the fall-through path reaches it. Signal-safe: no
+/// allocation, fault-safe reads.
+pub fn straight_to_call(from: u64, ret: u64) -> bool {
+    if from >= ret || ret.saturating_sub(from) > MAX_STRAIGHT_BYTES {
+        return false;
+    }
+    let mut window = Window::empty();
+    let mut ip = from;
+    while ip < ret {
+        let Some(i) = window.decode(ip) else {
+            return false;
+        };
+        let next = i.next_ip();
+        if next == ret {
+            return matches!(
+                i.flow_control(),
+                FlowControl::Call | FlowControl::IndirectCall
+            );
+        }
+        if next > ret
+            || !matches!(
+                i.flow_control(),
+                FlowControl::Next | FlowControl::ConditionalBranch
+            )
+        {
+            return false;
+        }
+        ip = next;
+    }
+    false
+}
+
 /// What the rest of a compiled method's prologue does, from a pc in it to the pc where its
 /// frame is complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -414,5 +454,68 @@ mod tests {
         assert_eq!(follow(stub, |_| false), None);
         // unreadable code
         assert_eq!(follow(8, |_| true), None);
+    }
+
+    /// `code` placed in readable memory; returns the buffer and its first byte's address.
+    fn code_at(code: &[u8]) -> (Vec<u64>, u64) {
+        crate::fault::install().unwrap();
+        prime();
+        placed(0, code)
+    }
+
+    #[test]
+    fn straight_code_to_a_call_is_recognized_and_anything_else_is_not() {
+        // cmp eax, 5; jb +2; mov r10, imm64; call r10
+        let arraycopy = [
+            0x83, 0xf8, 0x05, 0x72, 0x02, 0x49, 0xba, 1, 2, 3, 4, 5, 6, 7, 8, 0x41, 0xff, 0xd2,
+        ];
+        let (words, at) = code_at(&arraycopy);
+        let ret = at + arraycopy.len() as u64;
+        assert!(straight_to_call(at, ret), "guards, set-up, call r10");
+        assert!(
+            straight_to_call(at + 5, ret),
+            "from an instruction boundary"
+        );
+        assert!(!straight_to_call(at, ret - 1), "ret inside the call");
+        assert!(!straight_to_call(at, at), "empty");
+        assert!(!straight_to_call(ret, at), "backwards");
+        drop(words);
+
+        // A direct call in between: the code is not one straight path to the last call.
+        // call +0; mov r10, imm64; call r10
+        let two_calls = [
+            0xe8, 0, 0, 0, 0, 0x49, 0xba, 1, 2, 3, 4, 5, 6, 7, 8, 0x41, 0xff, 0xd2,
+        ];
+        let (words, at) = code_at(&two_calls);
+        let ret = at + two_calls.len() as u64;
+        assert!(!straight_to_call(at, ret), "another call before");
+        assert!(straight_to_call(at, at + 5), "the first call alone");
+        drop(words);
+
+        // An unconditional jump before the call: the fall-through does not reach it.
+        let jumped = [0xeb, 0x00, 0x41, 0xff, 0xd2];
+        let (words, at) = code_at(&jumped);
+        assert!(
+            !straight_to_call(at, at + jumped.len() as u64),
+            "jmp before"
+        );
+        drop(words);
+
+        // The last instruction ends at ret but is no call.
+        let no_call = [0x90, 0x90, 0x90];
+        let (words, at) = code_at(&no_call);
+        assert!(!straight_to_call(at, at + 3), "no call");
+        drop(words);
+
+        // Too far: more than MAX_STRAIGHT_BYTES of nops before the call.
+        let mut long = vec![0x90u8; MAX_STRAIGHT_BYTES as usize];
+        long.extend_from_slice(&[0x41, 0xff, 0xd2]);
+        let (words, at) = code_at(&long);
+        assert!(!straight_to_call(at, at + long.len() as u64), "too far");
+        assert!(
+            straight_to_call(at + 8, at + long.len() as u64),
+            "within the bound"
+        );
+        drop(words);
     }
 }

@@ -902,6 +902,19 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
             "\n  another signal handler at its entry: {entered} samples taken from the code its signal interrupted"
         ));
     }
+    let leaf_calls: Vec<String> = crate::hotspot::scopes::LEAF_CALL_COUNTS
+        .iter()
+        .zip(crate::hotspot::scopes::LEAF_CALLS)
+        .map(|(c, name)| (c.load(Ordering::Relaxed), name))
+        .filter(|&(n, _)| n > 0)
+        .map(|(n, name)| format!("{name} {n}"))
+        .collect();
+    if !leaf_calls.is_empty() {
+        text.push_str(&format!(
+            "\n  compiled callers of leaf calls (arraycopy stubs, ...) without debug information: {}",
+            leaf_calls.join(", ")
+        ));
+    }
     let stubs = STATS.vm_stub_frames.load(Ordering::Relaxed);
     if stubs > 0 {
         text.push_str(&format!(
