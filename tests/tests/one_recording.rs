@@ -10,6 +10,9 @@
 //!   only the documented ones left out; the Java stacks of our samples unchanged; chunks in time
 //!   order; `--jdk-samples keep` keeps the JDK's execution samples;
 //! - `attach --jdk-events` on a running JVM, whose own recording is left alone;
+//! - `record` and `attach --jdk-events` on JDK 11, which takes no `EVENT#setting` options: its
+//!   settings (its own default and profile, a user's file) with the samplers off in a file, read
+//!   by JDK 11's own `jfr summary` and `jfr print --json`;
 //! - a recording cut short: the finished chunks are merged, the damage said.
 
 use std::collections::BTreeMap;
@@ -588,5 +591,154 @@ fn a_jvm_killed_while_recording_with_jdk_events_keeps_our_finished_chunks() {
     let c = counts(&jdk, &out_file);
     assert!(count(&c, "jdk.CPUTimeSample") > 100, "{c:?}");
     assert!(dir.join("out.symbolized.jfr").exists(), "{said}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What `jfrnative` said on both streams.
+fn said_by(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The events of `file` by type, as `jfr print --json` of `jdk` lists them.
+fn json_counts(jdk: &Jdk, file: &Path) -> BTreeMap<String, u64> {
+    let text = tests::readers::run(
+        Command::new(jdk.tool("jfr"))
+            .args(["print", "--json"])
+            .arg(file),
+    )
+    .unwrap_or_else(|e| panic!("jfr print --json {}: {e}", file.display()));
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut counts = BTreeMap::new();
+    for e in json["recording"]["events"].as_array().unwrap() {
+        *counts
+            .entry(e["type"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    counts
+}
+
+/// JDK 11's own readers (`jfr summary`, `jfr print --json`) on a merged `--jdk-events`
+/// recording: our CPU samples, the JDK's events (`jdk.CPULoad` every `period_ms` or more
+/// often), none of the JDK's samplers; and the merge (what `jfrnative` `said`) left none of
+/// them out either: they were off in the JVM, not dropped afterwards. Returns the CPULoad count.
+fn check_jdk11_recording(jdk: &Jdk, file: &Path, said: &str, seconds: u64, period_ms: u64) -> u64 {
+    let what = format!("{}: {said}", file.display());
+    let summary: BTreeMap<String, u64> = summary_types(jdk, file).into_iter().collect();
+    let json = json_counts(jdk, file);
+    for counts in [&summary, &json] {
+        assert!(
+            count(counts, "jdk.CPUTimeSample") > 50,
+            "{what}: {counts:?}"
+        );
+        assert_eq!(count(counts, "jdk.JVMInformation"), 1, "{what}: {counts:?}");
+        let loads = count(counts, "jdk.CPULoad");
+        assert!(
+            loads * 2 >= seconds * 1000 / period_ms,
+            "{what}: {loads} jdk.CPULoad in {seconds} s at {period_ms} ms: {counts:?}"
+        );
+        for sampler in ["jdk.ExecutionSample", "jdk.NativeMethodSample"] {
+            assert_eq!(count(counts, sampler), 0, "{what}: {counts:?}");
+        }
+    }
+    assert_eq!(
+        count(&summary, "jdk.CPUTimeSample"),
+        count(&json, "jdk.CPUTimeSample")
+    );
+    assert!(
+        said.contains("one recording: 1 chunk(s) of the JDK's"),
+        "{what}"
+    );
+    for sampler in ["jdk.ExecutionSample", "jdk.NativeMethodSample"] {
+        assert!(
+            !said.contains(sampler),
+            "the JVM recorded {sampler}: {what}"
+        );
+    }
+    count(&summary, "jdk.CPULoad")
+}
+
+#[test]
+fn jdk_events_on_jdk_11_records_its_events_with_its_samplers_off() {
+    // JDK 11 takes no EVENT#setting=value options (JDK 17 added them): `--jdk-events` gives it
+    // its settings with the samplers off in a file instead.
+    let Some(jdk) = required(11) else {
+        return;
+    };
+    agent_library();
+    let dir = work_dir("jdk11");
+    let classes = tests::workload::workload_dir();
+    let library_path = format!("-Djava.library.path={}", classes.display());
+    // record: the JDK's default settings.
+    let recorded = dir.join("record.jfr");
+    let out = Command::new(tool_binary("jfrnative"))
+        .args(["record", "--jdk-events", "-o"])
+        .arg(&recorded)
+        .arg("--")
+        .arg(jdk.tool("java"))
+        .arg(&library_path)
+        .arg("-cp")
+        .arg(&classes)
+        .args(["Burner", "4", "r-java:java,r-native:native"])
+        .output()
+        .unwrap();
+    let said = said_by(&out);
+    assert!(out.status.success(), "{said}");
+    check_jdk11_recording(&jdk, &recorded, &said, 4, 1000);
+    let summary: BTreeMap<String, u64> = summary_types(&jdk, &recorded).into_iter().collect();
+    assert!(count(&summary, "jdk.ThreadStart") > 0, "{summary:?}");
+    assert!(
+        !dir.join("record.jdk").exists(),
+        "the JDK's files and the settings written for it are left: {said}"
+    );
+    // attach: `profile`, and a user's .jfc (JDK 11's default with jdk.CPULoad every 100 ms,
+    // to tell it from the JDK's own).
+    let default = std::fs::read_to_string(jdk.home.join("lib/jfr/default.jfc")).unwrap();
+    let load =
+        "<event name=\"jdk.CPULoad\">\n      <setting name=\"enabled\">true</setting>\n      \
+                <setting name=\"period\">1000 ms</setting>";
+    assert!(default.contains(load), "JDK 11's default.jfc changed");
+    let users = dir.join("mine.jfc");
+    std::fs::write(
+        &users,
+        default.replace(load, &load.replace("1000 ms", "100 ms")),
+    )
+    .unwrap();
+    let users_value = format!("--jdk-events={}", users.display());
+    for (settings, period_ms) in [("--jdk-events=profile", 1000), (users_value.as_str(), 100)] {
+        let mut java = Command::new(jdk.tool("java"));
+        java.arg(&library_path).arg("-cp").arg(&classes).args([
+            "Burner",
+            "9",
+            "a-java:java,a-native:native",
+        ]);
+        let mut child = java.spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        let out_file = dir.join("attach.jfr");
+        let out = Command::new(tool_binary("jfrnative"))
+            .args([
+                "attach",
+                &child.id().to_string(),
+                "-d",
+                "3s",
+                settings,
+                "-o",
+            ])
+            .arg(&out_file)
+            .output()
+            .unwrap();
+        let status = child.wait().unwrap();
+        let said = said_by(&out);
+        assert!(out.status.success(), "{settings}: {said}");
+        assert!(status.success(), "{settings}");
+        let loads = check_jdk11_recording(&jdk, &out_file, &said, 3, period_ms);
+        if period_ms == 1000 {
+            assert!(loads < 10, "{settings}: {loads} jdk.CPULoad in 3 s");
+        }
+        assert!(!dir.join("attach.jdk").exists(), "{settings}: {said}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

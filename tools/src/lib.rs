@@ -10,6 +10,7 @@ pub mod duration;
 pub mod flamegraph;
 pub mod flamegraph_html;
 pub mod jdk;
+pub mod jfc;
 pub mod kept_libraries;
 pub mod mirror;
 pub mod one_recording;

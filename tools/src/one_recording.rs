@@ -56,13 +56,67 @@ pub fn jdk_directory(recording: &Path) -> PathBuf {
 }
 
 /// The `-XX:StartFlightRecording` option that starts the JDK's recording with `settings`, its
-/// samplers off, written into `directory` when the JVM exits.
+/// samplers off, written into `directory` when the JVM exits. The samplers are switched off by
+/// [`JDK_SAMPLERS_OFF`], or, when `settings` is the file [`derived_settings`] of `directory`
+/// (made by [`settings_for_java`] for a JVM older than 17, which takes no such options), in
+/// that file itself.
 pub fn start_option(settings: &str, directory: &Path) -> String {
-    format!(
-        "-XX:StartFlightRecording=name={RECORDING_NAME},settings={settings},filename={}/,{}",
-        directory.display(),
-        JDK_SAMPLERS_OFF.join(",")
-    )
+    let start = format!(
+        "-XX:StartFlightRecording=name={RECORDING_NAME},settings={settings},filename={}/",
+        directory.display()
+    );
+    if Path::new(settings) == derived_settings(directory) {
+        start
+    } else {
+        format!("{start},{}", JDK_SAMPLERS_OFF.join(","))
+    }
+}
+
+/// The settings file `--jdk-events` writes into the JDK directory `directory` for a JVM older
+/// than 17: the chosen settings with the samplers off ([`crate::jfc::samplers_off`]).
+pub fn derived_settings(directory: &Path) -> PathBuf {
+    directory.join("jfrnative-settings.jfc")
+}
+
+/// For `record` of the `java` executable `java` with `--jdk-events` `settings` (`default`,
+/// `profile` or a `.jfc` path) into `directory`: `None` when that JVM takes the samplers'
+/// overrides (JDK 17 and later, or a JDK whose `release` file does not say), else the path of
+/// the settings written for it ([`derived_settings`]): the chosen settings of its own JDK
+/// (`HOME/lib/jfr/NAME.jfc`) or the user's file, with the samplers off.
+pub fn settings_for_java(
+    settings: &str,
+    java: &Path,
+    directory: &Path,
+) -> Result<Option<PathBuf>, String> {
+    let Some(home) = crate::jdk::home_of(java) else {
+        return Ok(None);
+    };
+    match crate::jdk::feature_release(&home) {
+        Some(release) if release < crate::jfc::OVERRIDES_SINCE => {
+            let from = crate::jfc::source(settings, &home);
+            let bytes = std::fs::read(&from).map_err(|e| {
+                format!(
+                    "--jdk-events: {} is JDK {release}, which takes no EVENT#setting options:                      jfrnative switches its samplers off in a copy of {}, which cannot be read:                      {e}",
+                    java.display(),
+                    from.display()
+                )
+            })?;
+            let derived = crate::jfc::samplers_off_bytes(&bytes, &from).map_err(|e| {
+                format!(
+                    "--jdk-events: {} is JDK {release}, which takes no EVENT#setting options,                      and its settings could not be copied with the samplers off: {e}",
+                    java.display()
+                )
+            })?;
+            std::fs::create_dir_all(directory)
+                .map_err(|e| format!("cannot create {}: {e}", directory.display()))?;
+            let path = derived_settings(directory);
+            let _ = std::fs::remove_file(&path);
+            std::fs::write(&path, derived)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            Ok(Some(path))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// The JDK's recording of JVM `pid` (or of the only JVM) in `directory`: the file it wrote at
@@ -117,6 +171,7 @@ pub fn remove_jdk_files(directory: &Path, files: &[PathBuf]) {
             let _ = std::fs::remove_dir(parent);
         }
     }
+    let _ = std::fs::remove_file(derived_settings(directory));
     let _ = std::fs::remove_dir(directory.join("repository"));
     let _ = std::fs::remove_dir(directory);
 }
@@ -189,4 +244,71 @@ pub fn describe(summary: &Summary) -> Vec<String> {
         ));
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_jvm_before_17_gets_its_settings_with_the_samplers_off_in_a_file() {
+        let top = tempfile::tempdir().unwrap();
+        let home = top.path().join("jdk");
+        std::fs::create_dir_all(home.join("bin")).unwrap();
+        std::fs::create_dir_all(home.join("lib/jfr")).unwrap();
+        let java = home.join("bin/java");
+        std::fs::write(&java, "").unwrap();
+        std::fs::write(
+            home.join("lib/jfr/profile.jfc"),
+            "<configuration>\n<event name=\"jdk.ExecutionSample\"><setting \
+             name=\"enabled\">true</setting></event>\n</configuration>\n",
+        )
+        .unwrap();
+        let directory = top.path().join("out.jdk");
+        // JDK 17 and later, or a JDK that does not say: the overrides, as always.
+        std::fs::write(home.join("release"), "JAVA_VERSION=\"17.0.9\"\n").unwrap();
+        assert_eq!(settings_for_java("profile", &java, &directory), Ok(None));
+        std::fs::remove_file(home.join("release")).unwrap();
+        assert_eq!(settings_for_java("profile", &java, &directory), Ok(None));
+        assert!(!directory.exists());
+        let option = start_option("profile", &directory);
+        assert!(
+            option.ends_with(
+                "out.jdk/,jdk.ExecutionSample#enabled=false,jdk.CPUTimeSample#enabled=false,\
+                 jdk.NativeMethodSample#enabled=false"
+            ),
+            "{option}"
+        );
+        // JDK 11: its own profile.jfc, copied with the samplers off, and no overrides.
+        std::fs::write(home.join("release"), "JAVA_VERSION=\"11.0.13\"\n").unwrap();
+        let derived = settings_for_java("profile", &java, &directory)
+            .unwrap()
+            .unwrap();
+        assert_eq!(derived, derived_settings(&directory));
+        let text = std::fs::read_to_string(&derived).unwrap();
+        assert!(
+            text.contains(
+                "<event name=\"jdk.ExecutionSample\"><setting name=\"enabled\">false</setting>"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("<event name=\"jdk.NativeMethodSample\">"),
+            "{text}"
+        );
+        let option = start_option(derived.to_str().unwrap(), &directory);
+        assert_eq!(
+            option,
+            format!(
+                "-XX:StartFlightRecording=name=jfrnative,settings={},filename={}/",
+                derived.display(),
+                directory.display()
+            )
+        );
+        // A settings file that is not there: said, nothing made up.
+        let e = settings_for_java("default", &java, &directory).unwrap_err();
+        assert!(e.contains("is JDK 11") && e.contains("default.jfc"), "{e}");
+        remove_jdk_files(&directory, &[]);
+        assert!(!directory.exists());
+    }
 }

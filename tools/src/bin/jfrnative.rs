@@ -294,6 +294,14 @@ fn run_java(
         session.agent.display(),
         session.agent_options()
     );
+    if let Some(jdk) = &mut session.jdk_events {
+        // A JVM older than 17 takes no EVENT#setting options: its settings in a file instead.
+        if let Some(derived) =
+            one_recording::settings_for_java(&jdk.settings, java, &jdk.directory)?
+        {
+            jdk.settings = derived.display().to_string();
+        }
+    }
     let jdk_options = match &session.jdk_events {
         Some(jdk) => jdk.jvm_options()?,
         None => Vec::new(),
@@ -325,6 +333,9 @@ fn run_java(
             .map_err(|e| format!("waiting for the JVM: {e}"))?,
     };
     child_pid.store(0, Ordering::Release);
+    if let Some(jdk) = &session.jdk_events {
+        let _ = std::fs::remove_file(one_recording::derived_settings(&jdk.directory));
+    }
     Ok(status)
 }
 

@@ -138,7 +138,7 @@ pub(super) fn attach_command(a: AttachArgs, upload: Option<Upload>) -> Result<Ex
         Some(jdk) => {
             jdk.pid = Some(a.pid);
             Some(JdkRecording::start(
-                a.pid,
+                &target,
                 jdk,
                 stage.as_ref(),
                 a.attach_timeout,
@@ -274,18 +274,51 @@ const STAGED_JDK_RECORDING: &str = "jdk.jfr";
 
 impl JdkRecording {
     fn start(
-        pid: u32,
+        target: &stage::Target,
         jdk: &session::JdkEvents,
         stage: Option<&Stage>,
         timeout: Duration,
     ) -> Result<JdkRecording, Failure> {
+        let pid = target.pid;
         std::fs::create_dir_all(&jdk.directory)
             .map_err(|e| format!("cannot create {}: {e}", jdk.directory.display()))?;
         let destination = jdk.directory.join(format!("hotspot-pid-{pid}-attach.jfr"));
+        // A JVM older than 17 takes no EVENT#setting options: its settings with the samplers
+        // off in a file instead. A JVM that does not say its release is given the options.
+        let jvm = attach::jcmd(pid, "VM.version", timeout)
+            .map_err(|e| e.to_string())
+            .and_then(|said| tools::jfc::release_of(pid, &said));
+        let derived = match &jvm {
+            Ok(release) if *release < tools::jfc::OVERRIDES_SINCE => {
+                let home = attach::jcmd(pid, "VM.system_properties", timeout)
+                    .map_err(|e| e.to_string())
+                    .and_then(|text| tools::jfc::home_of(pid, &text))
+                    .map_err(|e| {
+                        format!(
+                            "JVM {pid} runs JDK {release}, which takes no EVENT#setting options, \
+                             and its JDK's home, whose settings jfrnative would copy with the \
+                             samplers off, is not known: {e}"
+                        )
+                    });
+                Some(
+                    home.and_then(|home| {
+                        settings_with_samplers_off(target, &jdk.settings, *release, &home)
+                    })
+                    .map_err(|e| format!("--jdk-events: {e}"))?,
+                )
+            }
+            _ => None,
+        };
         let mut settings = jdk.settings.clone();
+        // The derived file written beside the JDK's recording, for a JVM that sees our files.
+        let mut written_here = None;
         let written = match stage {
             Some(st) => {
-                if settings.ends_with(".jfc") {
+                if let Some(bytes) = &derived {
+                    st.create_file("settings.jfc", bytes)
+                        .map_err(|e| format!("--jdk-events: {e}"))?;
+                    settings = st.path("settings.jfc").display().to_string();
+                } else if settings.ends_with(".jfc") {
                     let bytes = std::fs::read(&settings)
                         .map_err(|e| format!("--jdk-events: reading {settings}: {e}"))?;
                     st.create_file("settings.jfc", &bytes)
@@ -294,15 +327,40 @@ impl JdkRecording {
                 }
                 st.path(STAGED_JDK_RECORDING)
             }
-            None => destination.clone(),
+            None => {
+                if let Some(bytes) = &derived {
+                    let path = one_recording::derived_settings(&jdk.directory);
+                    let _ = std::fs::remove_file(&path);
+                    std::fs::write(&path, bytes).map_err(|e| {
+                        format!("--jdk-events: cannot write {}: {e}", path.display())
+                    })?;
+                    settings = path.display().to_string();
+                    written_here = Some(path);
+                }
+                destination.clone()
+            }
         };
         let name = format!("jfrnative-{}", std::process::id());
-        let command = format!(
-            "JFR.start name={name} settings={settings} {}",
-            one_recording::JDK_SAMPLERS_OFF.join(" ")
-        );
-        let said =
-            attach::jcmd(pid, &command, timeout).map_err(|e| format!("--jdk-events: {e}"))?;
+        let command = if derived.is_some() {
+            format!("JFR.start name={name} settings={settings}")
+        } else {
+            format!(
+                "JFR.start name={name} settings={settings} {}",
+                one_recording::JDK_SAMPLERS_OFF.join(" ")
+            )
+        };
+        let said = attach::jcmd(pid, &command, timeout);
+        // The JVM read its settings as it started the recording (or refused it).
+        if let Some(path) = written_here {
+            let _ = std::fs::remove_file(path);
+        }
+        let said = said.map_err(|e| match &jvm {
+            Err(why) if e.0.contains("Unknown argument") => format!(
+                "--jdk-events: {e} (a JVM older than 17 takes no EVENT#setting options; its \
+                 release could not be learned: {why})"
+            ),
+            _ => format!("--jdk-events: {e}"),
+        })?;
         if !said.contains("Started recording") {
             return Err(format!(
                 "--jdk-events: the JVM did not start its recording: {}",
@@ -342,6 +400,40 @@ impl JdkRecording {
             )
         })
     }
+}
+
+/// The settings `--jdk-events` `settings` (`default`, `profile`, or the user's `.jfc`) for the
+/// JVM of `target`, JDK `release` (older than 17) at `home` (as the JVM names it), with the
+/// samplers off. `default` and `profile` are the JVM's own `HOME/lib/jfr/NAME.jfc`, read inside
+/// its root as its user ([`tools::jfc::read_in_root`]), never by a path through
+/// `/proc/PID/root`; where that cannot be done, the error says so (no settings are made up).
+fn settings_with_samplers_off(
+    target: &stage::Target,
+    settings: &str,
+    release: u32,
+    home: &Path,
+) -> Result<Vec<u8>, String> {
+    let from = tools::jfc::source(settings, home);
+    let bytes = if settings.ends_with(".jfc") {
+        // The user's own file, on this side.
+        std::fs::read(&from).map_err(|e| format!("reading {}: {e}", from.display()))?
+    } else {
+        tools::jfc::read_in_root(target.pid, (target.uid, target.gid), &from).map_err(|e| {
+            format!(
+                "JVM {} runs JDK {release}, which takes no EVENT#setting options: jfrnative \
+                 switches its samplers off in a copy of the JVM's own settings, which could not \
+                 be read safely: {e}",
+                target.pid
+            )
+        })?
+    };
+    tools::jfc::samplers_off_bytes(&bytes, &from).map_err(|e| {
+        format!(
+            "JVM {} runs JDK {release}, which takes no EVENT#setting options, and its settings \
+             could not be copied with the samplers off: {e}",
+            target.pid
+        )
+    })
 }
 
 /// The end of a staged attach whose JVM died while recording: the chunks mirrored before are
