@@ -12,17 +12,20 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::{Args, Parser, Subcommand};
-use tools::agent_flags::AgentFlags;
+use clap::{Parser, Subcommand};
 use tools::session::{self, Session};
-use tools::upload::continuous::{self, Continuous, ContinuousFlags};
-use tools::upload::endpoint::process_env;
-use tools::upload::export;
-use tools::{any_command, demo, duration, jdk, one_recording};
+use tools::upload::continuous::ContinuousFlags;
+use tools::{any_command, demo, jdk, one_recording};
 
+#[path = "jfrnative/args.rs"]
+mod args;
 #[path = "jfrnative/attach_cmd.rs"]
 mod attach_cmd;
+#[path = "jfrnative/upload_cmd.rs"]
+mod upload_cmd;
+use args::{default_name, process_alive, AttachArgs, Common, DemoArgs, Failure, RecordArgs};
 use attach_cmd::attach_command;
+use upload_cmd::{checked_upload, finish_upload, start_upload, Upload};
 
 /// CPU-time profiles of Java programs with the native frames (C, C++, Rust, libc, the JVM)
 /// above the Java stack, as JFR files, flame graphs and a report.
@@ -54,99 +57,6 @@ enum Cmd {
     Demo(DemoArgs),
 }
 
-#[derive(Args, Debug)]
-struct Common {
-    #[command(flatten)]
-    agent_flags: AgentFlags,
-    /// The agent library (default: libjfrnative.so next to this executable).
-    #[arg(long)]
-    agent: Option<PathBuf>,
-    /// Rows per table in the report.
-    #[arg(long, default_value_t = 10)]
-    top: usize,
-    /// Also record the JDK's own Flight Recorder events (GC, allocation, locks, I/O, class
-    /// loading, safepoints, ...) with these settings: `default`, `profile` or a .jfc file. Its
-    /// CPU samplers are off; OUT.jfr holds the JDK's chunks and ours on one clock, and
-    /// OUT.symbolized.jfr is that recording with native frames in the stacks. Reports and
-    /// exports count only CPU samples.
-    #[arg(
-        long,
-        value_name = "SETTINGS",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = "default"
-    )]
-    jdk_events: Option<String>,
-}
-
-impl Common {
-    /// A recording into `output` with these options (checked by `main` before any command
-    /// starts).
-    fn session(&self, output: &Path) -> Result<Session, String> {
-        let mut session = Session::new(self.agent.as_deref(), output, self.agent_flags.pairs())?;
-        if let Some(value) = &self.jdk_events {
-            session.jdk_events = Some(session::JdkEvents {
-                settings: one_recording::settings(value)?,
-                directory: one_recording::jdk_directory(&session.outputs.recording),
-                pid: None,
-            });
-        }
-        Ok(session)
-    }
-}
-
-#[derive(Args, Debug)]
-struct RecordArgs {
-    #[command(flatten)]
-    common: Common,
-    /// The recording (default: jfrnative-YYYYMMDD-HHMMSS.jfr).
-    #[arg(short, long)]
-    output: Option<PathBuf>,
-    /// The command: `java` (from JAVA_HOME, else PATH) or a path to java, and its arguments;
-    /// or any other command (gradle, mvn, a script), whose JVMs get the agent through
-    /// JAVA_TOOL_OPTIONS and each write OUT-PID.jfr.
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
-    command: Vec<String>,
-    /// Send each finished chunk (with -o DIR/) to an OTLP endpoint.
-    #[command(flatten)]
-    upload: ContinuousFlags,
-}
-
-#[derive(Args, Debug)]
-struct AttachArgs {
-    /// The JVM's process id (`jps`, `jcmd`).
-    pid: u32,
-    /// How long to record.
-    #[arg(short, long, default_value = "30s", value_parser = duration::parse)]
-    duration: Duration,
-    /// The recording (default: jfrnative-PID-YYYYMMDD-HHMMSS.jfr).
-    #[arg(short, long)]
-    output: Option<PathBuf>,
-    /// How long to wait for the JVM to answer the attach request.
-    #[arg(long, default_value = "10s", value_parser = duration::parse)]
-    attach_timeout: Duration,
-    #[command(flatten)]
-    common: Common,
-    /// Send each finished chunk (with -o DIR/) to an OTLP endpoint.
-    #[command(flatten)]
-    upload: ContinuousFlags,
-}
-
-#[derive(Args, Debug)]
-struct DemoArgs {
-    /// How long the demo program runs.
-    #[arg(short, long, default_value = "5s", value_parser = duration::parse)]
-    duration: Duration,
-    /// Where the demo is built and its recording written.
-    #[arg(long, default_value = "jfrnative-demo")]
-    dir: PathBuf,
-    #[command(flatten)]
-    common: Common,
-}
-
-/// A failure, printed as `jfrnative: MESSAGE`.
-type Failure = String;
-
 impl Cmd {
     fn common(&self) -> &Common {
         match self {
@@ -162,78 +72,6 @@ impl Cmd {
             Cmd::Record(a) => Some((&a.upload, a.output.as_deref())),
             Cmd::Attach(a) => Some((&a.upload, a.output.as_deref())),
             Cmd::Demo(_) => None,
-        }
-    }
-}
-
-/// A continuous upload, checked and ready to start.
-struct Upload {
-    endpoint: tools::upload::Endpoint,
-    resource: Vec<(String, String)>,
-    spool_bytes: u64,
-}
-
-/// The upload the flags ask for, checked: the endpoint, headers and variables, the spool's
-/// bound, and a directory output. The error names the flag or variable.
-fn checked_upload(
-    flags: &ContinuousFlags,
-    output: Option<&Path>,
-) -> Result<Option<Upload>, String> {
-    let Some(endpoint) = flags.upload.endpoint(&process_env)? else {
-        return Ok(None);
-    };
-    let spool_bytes = flags.spool_bytes()?;
-    let resource = export::resource_attributes(&process_env)?;
-    let directory = output.is_some_and(|o| o.to_string_lossy().ends_with('/') || o.is_dir());
-    if !directory {
-        return Err(
-            "--upload sends each finished chunk of a directory recording: give -o DIR/ (one \
-             file per chunk; --chunk sets how often)"
-                .into(),
-        );
-    }
-    Ok(Some(Upload {
-        endpoint,
-        resource,
-        spool_bytes,
-    }))
-}
-
-/// Starts sending the chunk files the agent writes into `chunks` (the session's directory, or
-/// where we reach a staged one: [`tools::stage`]); the spool is beside the session's directory.
-fn start_upload(
-    session: &Session,
-    upload: Option<Upload>,
-    chunks: &Path,
-) -> Result<Option<Continuous>, Failure> {
-    let Some(upload) = upload else {
-        return Ok(None);
-    };
-    let config = continuous::Config {
-        spool_dir: continuous::spool_dir_of(&session.outputs.recording),
-        dir: chunks.to_path_buf(),
-        spool_bytes: upload.spool_bytes,
-        endpoint: upload.endpoint,
-        resource: upload.resource,
-    };
-    eprintln!(
-        "jfrnative: each finished chunk goes to {} (waiting ones in {}, at most {})",
-        config.endpoint.url,
-        config.spool_dir.display(),
-        continuous::size_text(config.spool_bytes)
-    );
-    Continuous::start(config)
-        .map(Some)
-        .map_err(|e| format!("cannot start the upload: {e}"))
-}
-
-/// After the recording: the last chunks are sent (at most [`continuous::DRAIN`] more), and
-/// what was sent is said.
-fn finish_upload(upload: Option<Continuous>) {
-    if let Some(upload) = upload {
-        let (_, summary) = upload.finish(continuous::DRAIN);
-        for line in summary.lines() {
-            eprintln!("jfrnative: {line}");
         }
     }
 }
@@ -272,13 +110,6 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
-}
-
-fn default_name(prefix: &str) -> PathBuf {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    PathBuf::from(format!("{prefix}-{}.jfr", jfr_writer::utc_timestamp(now)))
 }
 
 /// Runs `java` with the agent and follows it; returns the JVM's exit status.
@@ -489,15 +320,6 @@ fn record_any(a: &RecordArgs, program: &str, args: &[String]) -> Result<ExitCode
     Ok(ExitCode::from(
         status.code().unwrap_or(1).clamp(0, 255) as u8
     ))
-}
-
-fn process_alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'))
-        })
 }
 
 fn demo_command(a: DemoArgs) -> Result<ExitCode, Failure> {

@@ -16,9 +16,8 @@ use tools::stage::{self, Stage};
 use tools::upload::continuous::Continuous;
 use tools::{attach, kept_libraries, one_recording};
 
-use super::{
-    default_name, finish_upload, process_alive, start_upload, AttachArgs, Failure, Upload,
-};
+use super::args::{default_name, process_alive, AttachArgs, Failure};
+use super::upload_cmd::{finish_upload, start_upload, Upload};
 
 /// The recording's name in a stage: the `-o` file's (or directory's) own name.
 fn staged_name(session: &Session) -> String {
