@@ -902,19 +902,7 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
             "\n  another signal handler at its entry: {entered} samples taken from the code its signal interrupted"
         ));
     }
-    let leaf_calls: Vec<String> = crate::hotspot::scopes::LEAF_CALL_COUNTS
-        .iter()
-        .zip(crate::hotspot::scopes::LEAF_CALLS)
-        .map(|(c, name)| (c.load(Ordering::Relaxed), name))
-        .filter(|&(n, _)| n > 0)
-        .map(|(n, name)| format!("{name} {n}"))
-        .collect();
-    if !leaf_calls.is_empty() {
-        text.push_str(&format!(
-            "\n  compiled callers of leaf calls (arraycopy stubs, ...) without debug information: {}",
-            leaf_calls.join(", ")
-        ));
-    }
+    leaf_call_summary(&mut text);
     let stubs = STATS.vm_stub_frames.load(Ordering::Relaxed);
     if stubs > 0 {
         text.push_str(&format!(
@@ -951,4 +939,22 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
         }
     }
     text
+}
+
+/// The summary's line on compiled callers of leaf calls without debug information
+/// ([`crate::hotspot::scopes::LEAF_CALLS`]), if there were any.
+fn leaf_call_summary(text: &mut String) {
+    let leaf_calls: Vec<String> = crate::hotspot::scopes::LEAF_CALL_COUNTS
+        .iter()
+        .zip(crate::hotspot::scopes::LEAF_CALLS)
+        .map(|(c, name)| (c.load(Ordering::Relaxed), name))
+        .filter(|&(n, _)| n > 0)
+        .map(|(n, name)| format!("{name} {n}"))
+        .collect();
+    if !leaf_calls.is_empty() {
+        text.push_str(&format!(
+            "\n  compiled callers of leaf calls (arraycopy stubs, ...) without debug information: {}",
+            leaf_calls.join(", ")
+        ));
+    }
 }
