@@ -25,7 +25,9 @@
 //!   - our `jdk.NativeLibrary` events (with the build-id and file offset the symbolizer
 //!     needs) become [`OUR_LIBRARY_EVENT`] when the JDK's chunks have their own;
 //!   - everything else of both stays (our `jdk.ActiveRecording` and `jdk.ActiveSetting` say
-//!     how our samples were taken). A type both sides keep events of but declare differently
+//!     how our samples were taken). A `jdk.` type both sides keep events of but declare
+//!     differently (JDK 11's `jdk.ActiveRecording` has fields of its own) is renamed in our
+//!     chunks to `jfrnative.` and the same name ([`Summary::renamed`]); any other such type
 //!     is reported ([`Summary::split`]).
 //! - **Threads.** Our `java.lang.Thread` constants carry the Linux tid (`osThreadId`, which JMC
 //!   identifies a thread by) and `Thread.threadId()` (`javaThreadId`), as the JDK's do.
@@ -128,6 +130,9 @@ pub struct Summary {
     pub pruned: BTreeSet<(Origin, String)>,
     /// Types both sources hold events of, declared differently (JMC shows them as two types).
     pub split: BTreeSet<String>,
+    /// Our types renamed because the JDK's chunks declare the same name differently, with
+    /// events of both (old name, new name): `jdk.X` becomes `jfrnative.X`.
+    pub renamed: BTreeMap<String, String>,
     /// Inputs whose end was damaged (a JVM killed mid-chunk): their chunks before it are used.
     pub damage: Vec<(String, ReadError)>,
     /// Largest shift of a chunk's start to keep start times distinct, ns.
@@ -281,7 +286,16 @@ pub fn merge(
         }
         let w = match (kept(Origin::Jdk, name), kept(Origin::Ours, name)) {
             (true, true) => {
-                summary.split.insert(name.clone());
+                match name.strip_prefix("jdk.") {
+                    Some(rest) => {
+                        summary
+                            .renamed
+                            .insert(name.clone(), format!("jfrnative.{rest}"));
+                    }
+                    None => {
+                        summary.split.insert(name.clone());
+                    }
+                }
                 continue;
             }
             (true, false) => Origin::Jdk,
@@ -324,6 +338,11 @@ pub fn merge(
                 "jdk.NativeLibrary".to_string(),
                 OUR_LIBRARY_EVENT.to_string(),
             );
+        }
+        if s.origin == Origin::Ours {
+            for (old, new) in &summary.renamed {
+                plan.rename_classes.insert(old.clone(), new.clone());
+            }
         }
         if s.origin == Origin::Ours {
             plan.class_offset = class_offset;

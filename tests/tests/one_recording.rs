@@ -658,6 +658,43 @@ fn check_jdk11_recording(jdk: &Jdk, file: &Path, said: &str, seconds: u64, perio
             "the JVM recorded {sampler}: {what}"
         );
     }
+    // JDK 11 declares jdk.ActiveRecording (and jdk.ActiveSetting) otherwise than we do: ours
+    // are renamed, so that each name is one type, both sources' events kept.
+    assert!(
+        !said.contains("declared differently by the two sources"),
+        "{what}"
+    );
+    for ours in ["jfrnative.ActiveRecording", "jfrnative.ActiveSetting"] {
+        if said.contains(&format!("as {ours}")) {
+            assert!(count(&json, ours) > 0, "{what}: {json:?}");
+        }
+    }
+    assert!(
+        count(&json, "jdk.ActiveSetting") > 0,
+        "the JDK's: {what}: {json:?}"
+    );
+    if let (Some(cp), Some(jmc_jdk)) = (third_party_reader("JMC_CP", "JMC's parser"), required(17))
+    {
+        let view = jmc_view(&jmc_jdk, &cp, file);
+        let active: Vec<&String> = view
+            .types
+            .keys()
+            .filter(|t| t.contains("ActiveRecording") || t.contains("ActiveSetting"))
+            .collect();
+        for t in &active {
+            assert!(
+                [
+                    "jdk.ActiveRecording",
+                    "jdk.ActiveSetting",
+                    "jfrnative.ActiveRecording",
+                    "jfrnative.ActiveSetting"
+                ]
+                .contains(&t.as_str()),
+                "{what}: JMC splits a type: {active:?}"
+            );
+        }
+        assert_eq!(view.skipped, 0, "{what}: JMC skipped events");
+    }
     count(&summary, "jdk.CPULoad")
 }
 

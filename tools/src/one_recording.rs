@@ -230,6 +230,17 @@ pub fn describe(summary: &Summary) -> Vec<String> {
             left.join(", ")
         ));
     }
+    if !summary.renamed.is_empty() {
+        let names: Vec<String> = summary
+            .renamed
+            .iter()
+            .map(|(old, new)| format!("{old} as {new}"))
+            .collect();
+        lines.push(format!(
+            "ours declared differently by the JDK's chunks, renamed (one type each in JMC): {}",
+            names.join(", ")
+        ));
+    }
     if !summary.split.is_empty() {
         let names: Vec<&str> = summary.split.iter().map(String::as_str).collect();
         lines.push(format!(
