@@ -1,6 +1,6 @@
 //! The agent on the bundled Java + JNI workload: exact native chains, CPU-time weights and files
 //! every JDK's readers accept on every JDK of the matrix (11, 17, 21, 25: each JDK's
-//! `RecordingFile` and `jfr print --json` read each JDK's file); on JDK 17 and 25, coexistence
+//! `RecordingFile` and `jfr print --json`, and JMC's parser, read each JDK's file); on JDK 17 and 25, coexistence
 //! with JDK 25's own sampler, crash-safety, and option errors.
 
 use std::path::{Path, PathBuf};
@@ -8,8 +8,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use tests::golden::SampleView;
-use tests::jdk::{matrix_jdks, oracle_jdks, required, Jdk};
+use tests::jdk::{matrix_jdks, oracle_jdks, required, third_party_reader, Jdk};
 use tests::natives::Symbols;
+use tests::one_recording::jmc_view;
 use tests::readers::{jfr_json, jfrs, jvm_code_ranges, recording_file, run};
 use tests::workload::{java_with_agent, run_workload, thread_cpu_ns, workload_dir};
 
@@ -211,6 +212,18 @@ fn check_recording(jdk: &Jdk, file: &Path, stdout: &[u8], interval: &str) {
             "{what}: jfr print --json of {}",
             other.name()
         );
+    }
+    // And JMC's parser (it runs on JDK 17 and later), whichever JDK recorded the file.
+    if let (Some(cp), Some(jmc_jdk)) = (third_party_reader("JMC_CP", "JMC's parser"), required(17))
+    {
+        let view = jmc_view(&jmc_jdk, &cp, file);
+        assert_eq!(
+            view.types.get("jdk.CPUTimeSample"),
+            Some(&samples),
+            "{what}: JMC's types {:?}",
+            view.types
+        );
+        assert_eq!(view.skipped, 0, "{what}: JMC skipped events");
     }
 }
 
