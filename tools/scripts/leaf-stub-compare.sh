@@ -3,9 +3,9 @@
 # program of async-profiler's StringBuilderTest) on each JDK, with and without
 # -XX:+DebugNonSafepoints, recorded at 1 ms by jfr-native (`jfrnative record`, symbolized) and by
 # async-profiler 4.5 (`event=cpu`, collapsed output). Per run it prints, of the samples whose
-# innermost frame is the arraycopy stub, the share whose stack has StringBuilder.delete between
-# main and the stub (the inlined caller right), and the share with `main` at the bottom; medians
-# over RUNS (default 3) runs of DURATION seconds (default 4). Files stay in OUT (default
+# innermost frame is the arraycopy stub, the share with the inlined caller right (the stub's Java
+# caller, AbstractStringBuilder.shift, right under it), with StringBuilder.delete, and with `main`
+# at the bottom; medians over RUNS (default 3) runs of DURATION seconds (default 4). Files stay in OUT (default
 # target/leaf-stub).
 #
 #   bash tools/scripts/leaf-stub-compare.sh [OUT]
@@ -26,11 +26,14 @@ rm -rf "$out" && mkdir -p "$out/build"
 "$JDK17_HOME/bin/javac" --release 11 -d "$out/build" testdata/leafstub/StringBuilderDelete.java
 
 # share FILE: of the collapsed stacks (frames separated by ';', weight last) whose leaf names
-# arraycopy, the weighted share with StringBuilder.delete in the stack, and with main at the root.
+# arraycopy, the weighted shares: with the arraycopy's Java caller right under the stub
+# (AbstractStringBuilder.shift, inlined into StringBuilder.delete: the scope a leaf call loses
+# when its caller is written as the method alone), with StringBuilder.delete anywhere, and with
+# main at the root; and the total weight.
 share() {
     python3 - "$1" <<'PY'
 import sys
-total = delete = rooted = 0
+total = caller = delete = rooted = 0
 for line in open(sys.argv[1]):
     stack, _, weight = line.rstrip("\n").rpartition(" ")
     if not stack:
@@ -44,11 +47,15 @@ for line in open(sys.argv[1]):
         rooted += w
         if any(f.startswith("java.lang.StringBuilder.delete") for f in frames):
             delete += w
-print(f"{delete / total if total else 0:.3f} {rooted / total if total else 0:.3f} {total:.0f}")
+            if len(frames) > 1 and frames[-2].startswith("java.lang.AbstractStringBuilder.shift"):
+                caller += w
+shares = [x / total if total else 0 for x in (caller, delete, rooted)]
+print(" ".join(f"{x:.3f}" for x in shares), f"{total:.0f}")
 PY
 }
 
-printf '%-4s %-20s %-6s %-8s %-8s %s\n' JDK mode run profiler delete rooted >"$out/runs.txt"
+printf '%-4s %-20s %-6s %-8s %-8s %-8s %-8s %s\n' JDK mode run profiler shift delete rooted weight \
+    >"$out/runs.txt"
 for major in $jdks; do
     home_var=JDK${major}_HOME
     java=${!home_var}/bin/java
@@ -66,9 +73,9 @@ for major in $jdks; do
                 "-agentpath:$ASYNC_PROFILER_LIB=start,event=cpu,interval=1ms,collapsed,file=$dir/ap.collapsed" \
                 -cp "$out/build" StringBuilderDelete "$duration" >"$dir/ap.out" 2>"$dir/ap.err"
             for p in ours ap; do
-                read -r d r n < <(share "$dir/$p.collapsed")
-                printf '%-4s %-20s %-6s %-8s %-8s %-8s %s\n' "$major" "$mode" "$run" "$p" "$d" "$r" "$n" \
-                    | tee -a "$out/runs.txt"
+                read -r c d r n < <(share "$dir/$p.collapsed")
+                printf '%-4s %-20s %-6s %-8s %-8s %-8s %-8s %s\n' "$major" "$mode" "$run" "$p" "$c" \
+                    "$d" "$r" "$n" | tee -a "$out/runs.txt"
             done
         done
     done
@@ -78,15 +85,16 @@ import statistics, sys
 from collections import defaultdict
 rows = defaultdict(list)
 for line in open(sys.argv[1]).readlines()[1:]:
-    jdk, mode, _, prof, d, r, n = line.split()
-    rows[(jdk, mode, prof)].append((float(d), float(r), int(n)))
-print("median over runs: share of arraycopy-leaf samples with StringBuilder.delete above the stub "
-      "(main at the root), and the arraycopy-leaf samples per run")
-print(f"{'JDK':<4} {'mode':<20} {'ours':>16} {'async-profiler':>16}")
+    jdk, mode, _, prof, c, d, r, n = line.split()
+    rows[(jdk, mode, prof)].append((float(c), float(d), float(r)))
+print("medians over runs, of the samples whose leaf is the arraycopy stub: the share with")
+print("AbstractStringBuilder.shift (inlined into StringBuilder.delete) right under the stub /")
+print("with StringBuilder.delete / with main at the root")
+print(f"{'JDK':<4} {'mode':<20} {'ours':>20} {'async-profiler':>20}")
 for jdk, mode in sorted({(k[0], k[1]) for k in rows}, key=lambda k: (int(k[0]), k[1])):
     cells = []
     for prof in ("ours", "ap"):
         v = rows[(jdk, mode, prof)]
-        cells.append(f"{statistics.median(x[0] for x in v):.3f} ({statistics.median(x[2] for x in v):.0f})")
-    print(f"{jdk:<4} {mode:<20} {cells[0]:>16} {cells[1]:>16}")
+        cells.append(" / ".join(f"{statistics.median(x[i] for x in v):.2f}" for i in range(3)))
+    print(f"{jdk:<4} {mode:<20} {cells[0]:>20} {cells[1]:>20}")
 PY
