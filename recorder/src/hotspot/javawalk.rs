@@ -19,8 +19,10 @@
 //! The top frame is not always complete: in a prologue or an epilogue, or in a frameless stub,
 //! the return address is at sp, sp+8 or below the full frame. Each candidate is checked (the
 //! return address must be a call site with a PcDesc in an nmethod, an interpreter frame with a
-//! valid method, or the call stub), and one must win, else the walk stops there. Nothing is
-//! guessed: a walk that cannot go on ends as truncated with what it has.
+//! valid method, or the call stub), and one must win; else, past the prologue, the method's
+//! code from the pc is decoded to where its frame is whole or to its `ret`
+//! ([`stub_exit::resume`]), and the sender found so must be one too; else the walk stops
+//! there. Nothing is guessed: a walk that cannot go on ends as truncated with what it has.
 
 #![deny(
     clippy::indexing_slicing,
@@ -517,6 +519,14 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             return Some(Step::Sender(crossed));
         }
         let built = blob.frame_complete_at(at.pc);
+        // Past the prologue, where no candidate return address was the one: the frame is
+        // where the method's code from the pc finds it whole (or returns).
+        let next = match next {
+            None if at.top && built && blob.kind == BlobKind::Nmethod => {
+                self.straight_sender(blob, at)
+            }
+            next => next,
+        };
         if next.is_none() && !(at.top && built && blob.kind == BlobKind::Nmethod) {
             return None;
         }
@@ -703,6 +713,55 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             Saved::BelowReturn
         };
         let next = self.sender(at, built_sp.checked_add(blob.frame_bytes)?, saved)?;
+        self.known_sender(next)
+    }
+
+    /// The sender of nmethod `blob`'s frame interrupted past its prologue at an instruction
+    /// where `rsp` is not the frame's, such that the candidates of [`Self::pick_sender`] find
+    /// none or more than one: inside a `push`/`pop` pair of the body (C2's scan of the
+    /// secondary supers saves `rax` around `repne scasq`), or in the epilogue after its
+    /// `pop rbp` (over stale return addresses). The code from the pc, in straight line
+    /// ([`stub_exit::resume`]), says where the frame is: at the next instruction with debug
+    /// information the frame is whole (`rsp` is the frame's), or at its `ret` the return
+    /// address is at `rsp` (with the caller's `rbp` popped on the way or already in the
+    /// register). The sender must be a call site.
+    fn straight_sender(&self, blob: &Blob, at: At) -> Option<At> {
+        if blob.frame_bytes < 16 {
+            return None;
+        }
+        let resume = stub_exit::resume(
+            at.pc,
+            |target| {
+                self.layout
+                    .find_blob(target)
+                    .is_some_and(|b| b.at == blob.at)
+            },
+            |ip| self.layout.pc_desc(blob, ip, false).is_some(),
+        )?;
+        let next = match resume {
+            stub_exit::Resume::Body { sp_up } => {
+                let sp = at.sp.checked_add(sp_up)?;
+                let body = At { sp, ..at };
+                self.sender(body, sp.checked_add(blob.frame_bytes)?, Saved::BelowReturn)?
+            }
+            stub_exit::Resume::Return {
+                sp_up,
+                rbp_popped_at,
+            } => {
+                let ret = at.sp.checked_add(sp_up)?;
+                let fp = match rbp_popped_at {
+                    Some(offset) => self.stack.read_u64(at.sp.checked_add(offset)?)?,
+                    None => at.fp,
+                };
+                At {
+                    pc: self.stack.read_u64(ret)?,
+                    sp: ret.checked_add(8)?,
+                    fp,
+                    top: false,
+                    exact: true,
+                }
+            }
+        };
         self.known_sender(next)
     }
 

@@ -15,7 +15,9 @@
 //! (its sender must be a call site).
 //!
 //! The same decoding follows a method's prologue ([`prologue`]) to where its frame is
-//! complete: a sample there finds the frame half made, over stale words of earlier calls.
+//! complete: a sample there finds the frame half made, over stale words of earlier calls; and
+//! its body or epilogue ([`resume`]) to where the frame is whole again or to the `ret`: a
+//! sample between a `push` and its `pop` in the body, or after the epilogue's `pop rbp`.
 
 #![deny(
     clippy::indexing_slicing,
@@ -25,7 +27,9 @@
     clippy::arithmetic_side_effects
 )]
 
-use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, Instruction, OpKind, Register};
+use iced_x86::{
+    Code, Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind, Register,
+};
 
 use crate::fault;
 
@@ -134,6 +138,10 @@ fn sp_change(i: &Instruction) -> Option<i64> {
         }
         _ => {}
     }
+    // A comparison only reads `rsp` (C2's return poll from JDK 17: `cmp rsp, [r15 + off]`).
+    if matches!(i.mnemonic(), Mnemonic::Cmp | Mnemonic::Test) && !i.is_stack_instruction() {
+        return Some(0);
+    }
     if i.is_stack_instruction() || uses_rsp_register(i) {
         return None;
     }
@@ -191,6 +199,143 @@ pub fn follow(pc: u64, is_body: impl Fn(u64) -> bool) -> Option<Exit> {
         }
     }
     None
+}
+
+/// Where a compiled method's code, followed from a pc in its body or epilogue, finds the
+/// method's frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// An instruction where the frame is whole (a pc with debug information: its oop maps are
+    /// `rsp`-relative), reached with `rsp` moved up `sp_up` bytes (what the body still had
+    /// pushed, such as C2's secondary-supers scan's `push rax`).
+    Body {
+        /// How far `rsp` moves up from the pc to that instruction.
+        sp_up: u64,
+    },
+    /// The method's `ret`: the return address is at `rsp + sp_up` (the pc `sp_up` bytes below
+    /// it, in the epilogue).
+    Return {
+        /// How far `rsp` moves up from the pc to the `ret`.
+        sp_up: u64,
+        /// Where the caller's `rbp` is: popped from `rsp + offset` on the way (`Some`), or
+        /// already back in the register (`None`: no instruction on the way writes `rbp`).
+        rbp_popped_at: Option<u64>,
+    },
+}
+
+/// What the code followed so far did to `rbp`.
+#[derive(Clone, Copy)]
+enum Rbp {
+    /// Not written: the register holds what it held at the pc.
+    Untouched,
+    /// Last written by a `pop rbp` from `rsp + offset` (offset from the pc's `rsp`).
+    PoppedAt(u64),
+    /// Written otherwise.
+    Clobbered,
+}
+
+/// Follows a compiled method's code from `pc` (past its prologue) in straight line until its
+/// frame is known: an instruction for which `is_whole` holds (a pc with debug information),
+/// or the method's `ret`. Conditional branches are not taken (in compiled code `rsp` is the
+/// same on every path to an instruction), calls are stepped over (they return with `rsp` as it
+/// was), unconditional direct jumps are followed while their target is in the method
+/// (`in_method`). `None` if the code leaves otherwise, writes `rsp` in a way not followed,
+/// writes `rbp` after its `pop` (or, reaching the `ret`, without one), or is not readable.
+/// Signal-safe: no allocation, fault-safe reads.
+pub fn resume(
+    pc: u64,
+    in_method: impl Fn(u64) -> bool,
+    is_whole: impl Fn(u64) -> bool,
+) -> Option<Resume> {
+    let mut window = Window::empty();
+    let mut ip = pc;
+    let mut up: i64 = 0;
+    let mut jumps = 0usize;
+    let mut rbp = Rbp::Untouched;
+    for _ in 0..MAX_INSTRUCTIONS {
+        if is_whole(ip) {
+            return u64::try_from(up).ok().map(|sp_up| Resume::Body { sp_up });
+        }
+        let i = window.decode(ip)?;
+        let flow = i.flow_control();
+        if flow == FlowControl::Return {
+            if i.code() != Code::Retnq {
+                return None; // `ret imm16`: not a compiled method's
+            }
+            let rbp_popped_at = match rbp {
+                Rbp::Untouched => None,
+                Rbp::PoppedAt(offset) => Some(offset),
+                Rbp::Clobbered => return None,
+            };
+            return u64::try_from(up).ok().map(|sp_up| Resume::Return {
+                sp_up,
+                rbp_popped_at,
+            });
+        }
+        let change = match flow {
+            // An indirect call (`call r10`: a leaf call into the VM) returns with `rsp` as
+            // it was, as a direct one.
+            FlowControl::IndirectCall if !uses_rsp_register(&i) => 0,
+            _ => sp_change(&i)?,
+        };
+        rbp = match rbp_write(&i) {
+            RbpWrite::None => rbp,
+            RbpWrite::Pop => Rbp::PoppedAt(u64::try_from(up).ok()?),
+            RbpWrite::Other => Rbp::Clobbered,
+        };
+        up = up.checked_add(change)?;
+        if !(-MAX_PUSHED..=MAX_PUSHED).contains(&up) {
+            return None;
+        }
+        match flow {
+            FlowControl::Next
+            | FlowControl::ConditionalBranch
+            | FlowControl::Call
+            | FlowControl::IndirectCall => ip = i.next_ip(),
+            FlowControl::UnconditionalBranch if i.op0_kind() == OpKind::NearBranch64 => {
+                let target = i.near_branch_target();
+                jumps = jumps.saturating_add(1);
+                if jumps > MAX_JUMPS || !in_method(target) {
+                    return None;
+                }
+                ip = target;
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// How an instruction writes `rbp`.
+enum RbpWrite {
+    /// It does not.
+    None,
+    /// `pop rbp`.
+    Pop,
+    /// It may, otherwise.
+    Other,
+}
+
+/// Whether the instruction may write `rbp` (or a part of it): as its first operand (the
+/// destination; `push`, `cmp`, `test` and `bt` only read it), or as any operand of an
+/// exchange.
+fn rbp_write(i: &Instruction) -> RbpWrite {
+    if i.code() == Code::Pop_r64 && i.op0_register() == Register::RBP {
+        return RbpWrite::Pop;
+    }
+    let is_rbp = |n: u32| {
+        i.op_kind(n) == OpKind::Register && i.op_register(n).full_register() == Register::RBP
+    };
+    let written = match i.mnemonic() {
+        Mnemonic::Push | Mnemonic::Cmp | Mnemonic::Test | Mnemonic::Bt => false,
+        Mnemonic::Xchg | Mnemonic::Xadd | Mnemonic::Cmpxchg => (0..i.op_count()).any(is_rbp),
+        _ => i.op_count() > 0 && is_rbp(0),
+    };
+    if written {
+        RbpWrite::Other
+    } else {
+        RbpWrite::None
+    }
 }
 
 /// Most bytes between a PcDesc and the leaf call it may stand for ([`straight_to_call`]): the
@@ -454,6 +599,115 @@ mod tests {
         assert_eq!(follow(stub, |_| false), None);
         // unreadable code
         assert_eq!(follow(8, |_| true), None);
+    }
+
+    /// `resume` over `code` placed at an aligned address, from its byte `from`, the method
+    /// being `code` and the instructions with debug information at the bytes `whole`.
+    fn resume_in(code: &[u8], from: usize, whole: &[usize]) -> Option<Resume> {
+        crate::fault::install().unwrap();
+        prime();
+        let (_words, start) = placed(0, code);
+        let end = start + code.len() as u64;
+        resume(
+            start + from as u64,
+            |t| t >= start && t < end,
+            |ip| whole.iter().any(|&w| start + w as u64 == ip),
+        )
+    }
+
+    #[test]
+    fn the_body_is_followed_to_where_its_frame_is_whole() {
+        // C2's secondary-supers scan (JDK 11, invokeCallback): push rax; mov rax, rax;
+        // mov rdi, [rsi+0x28]; mov ecx, [rdi]; add rdi, 8; test rax, rax; repne scasq; pop rax;
+        // jne +4; mov [rsi+0x20], rax; then a call returning to an instruction with debug
+        // information
+        let mut code = vec![0x50, 0x48, 0x8b, 0xc0, 0x48, 0x8b, 0x7e, 0x28, 0x8b, 0x0f];
+        code.extend_from_slice(&[0x48, 0x83, 0xc7, 0x08, 0x48, 0x85, 0xc0, 0xf2, 0x48, 0xaf]);
+        code.push(0x58);
+        code.extend_from_slice(&[0x0f, 0x85, 0x04, 0x00, 0x00, 0x00]);
+        code.extend_from_slice(&[0x48, 0x89, 0x46, 0x20]);
+        code.extend_from_slice(&[0xe8, 0, 0, 0, 0]);
+        let ret = code.len();
+        code.push(0x90);
+        let scan = 17; // the repne scasq
+        assert_eq!(
+            resume_in(&code, scan, &[ret]),
+            Some(Resume::Body { sp_up: 8 })
+        );
+        assert_eq!(resume_in(&code, 1, &[ret]), Some(Resume::Body { sp_up: 8 }));
+        // from the push itself (not yet pushed), and from the pop's successor
+        assert_eq!(resume_in(&code, 0, &[ret]), Some(Resume::Body { sp_up: 0 }));
+        assert_eq!(
+            resume_in(&code, 21, &[ret]),
+            Some(Resume::Body { sp_up: 0 })
+        );
+        // an instruction with debug information at the pc: the frame is whole there
+        assert_eq!(
+            resume_in(&code, ret, &[ret]),
+            Some(Resume::Body { sp_up: 0 })
+        );
+        // a jump out of the method: nothing
+        let mut out = vec![0x50, 0x58, 0xe9];
+        out.extend_from_slice(&0x1000i32.to_le_bytes());
+        assert_eq!(resume_in(&out, 0, &[]), None);
+        // a loop back to the pc without debug information: nothing (bounded)
+        assert_eq!(resume_in(&[0x90, 0xeb, 0xfd], 0, &[]), None);
+    }
+
+    #[test]
+    fn the_epilogue_is_followed_to_its_return() {
+        // C2 on JDK 11 (thread-local poll): add rsp, 0x10; pop rbp; mov r10, [r15+0x108];
+        // test [r10], eax; ret
+        let mut code = vec![0x48, 0x83, 0xc4, 0x10, 0x5d];
+        code.extend_from_slice(&[0x4d, 0x8b, 0x97, 0x08, 0x01, 0x00, 0x00]);
+        code.extend_from_slice(&[0x41, 0x85, 0x02, 0xc3]);
+        assert_eq!(
+            resume_in(&code, 0, &[]),
+            Some(Resume::Return {
+                sp_up: 0x18,
+                rbp_popped_at: Some(0x10)
+            })
+        );
+        assert_eq!(
+            resume_in(&code, 4, &[]),
+            Some(Resume::Return {
+                sp_up: 8,
+                rbp_popped_at: Some(0)
+            })
+        );
+        for past_pop in [5, 12, 15] {
+            assert_eq!(
+                resume_in(&code, past_pop, &[]),
+                Some(Resume::Return {
+                    sp_up: 0,
+                    rbp_popped_at: None
+                })
+            );
+        }
+        // C2 from JDK 17: pop rbp; cmp rsp, [r15+0x448]; ja +0x10 (the poll stub); ret
+        let mut code = vec![0x5d, 0x49, 0x3b, 0xa7, 0x48, 0x04, 0x00, 0x00];
+        code.extend_from_slice(&[0x0f, 0x87, 0x10, 0x00, 0x00, 0x00, 0xc3]);
+        assert_eq!(
+            resume_in(&code, 1, &[]),
+            Some(Resume::Return {
+                sp_up: 0,
+                rbp_popped_at: None
+            })
+        );
+        // rbp written after its pop, or without one: its value is not known
+        assert_eq!(resume_in(&[0x5d, 0x48, 0x89, 0xc5, 0xc3], 0, &[]), None);
+        assert_eq!(resume_in(&[0x48, 0x8b, 0xe8, 0xc3], 0, &[]), None);
+        // a store of rbp does not write it; mov rsp, rbp does not move rsp in a known way
+        assert_eq!(
+            resume_in(&[0x48, 0x89, 0x6e, 0x10, 0xc3], 0, &[]),
+            Some(Resume::Return {
+                sp_up: 0,
+                rbp_popped_at: None
+            })
+        );
+        assert_eq!(resume_in(&[0x48, 0x89, 0xec, 0x5d, 0xc3], 0, &[]), None);
+        // ret imm16: not a compiled method's
+        assert_eq!(resume_in(&[0xc2, 0x08, 0x00], 0, &[]), None);
     }
 
     /// `code` placed in readable memory; returns the buffer and its first byte's address.
