@@ -15,11 +15,13 @@
 # For each JDK of JDKS (default "11 17 21 25") and case, RUNS times (default 3), at 2 ms:
 #   ours  `jfrnative record -i 2ms` (the agent, then jfr-symbolize: jdk.CPUTimeSample)
 #   ap    async-profiler `event=cpu,interval=2ms` (perf_events), JFR output (jdk.ExecutionSample)
+# (PROFILERS, default "ours ap"; also `ours-dns`: ours with -XX:+UnlockDiagnosticVMOptions
+# -XX:+DebugNonSafepoints, which async-profiler turns on in the JVMs it profiles)
 # and prints, per JDK and case, medians over the runs of the workload threads' samples, the share
 # with a whole Java stack, the share of Java frames with a known type, the agreement of the
 # self-time histograms (innermost Java method) with async-profiler's and each side's top 5; then
 # a summary table. How each is counted: tools/scripts/jdk_compare.py. Each run's recordings and
-# figures stay in OUT/jdkN/CASE/RUN/{ours,ap}/ (default OUT: target/jdk-compare); a recording
+# figures stay in OUT/jdkN/CASE/RUN/PROFILER/ (default OUT: target/jdk-compare); a recording
 # that fails leaves error.txt there (the report says so, the run goes on).
 #
 # ecj's two jars come with curl from Maven Central into ${JFRNATIVE_CACHE:-~/.cache/jfr-native}/ecj,
@@ -28,6 +30,8 @@
 #
 #   bash tools/scripts/jdk-compare.sh [OUT]
 #   JDKS="17 25" RUNS=5 DURATION=8 CASES="burn ecj" bash tools/scripts/jdk-compare.sh
+#   PROFILERS=ours-dns bash tools/scripts/jdk-compare.sh   (adds ours-dns to OUT's other runs)
+#   MEASURE_ONLY=1 bash tools/scripts/jdk-compare.sh       (figures again from OUT's recordings)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -36,6 +40,8 @@ runs=${RUNS:-3}
 duration=${DURATION:-6}
 jdks=${JDKS:-11 17 21 25}
 cases=${CASES:-burn ecj jna alloc-g1 alloc-parallel}
+profilers=${PROFILERS:-ours ap}
+measure_only=${MEASURE_ONLY:-0}
 jna_jar=/usr/share/java/jna.jar
 
 [ -f target/jdks.env ] && grep -q ASYNC_PROFILER_LIB target/jdks.env || bash tools/scripts/setup.sh
@@ -64,6 +70,7 @@ ecj_jar=$ecj_cache/ecj-3.33.0.jar
 # The workloads, compiled for Java 11 by JDK 17's javac (JDK 11's and 21's have none); ecj's
 # sources unpacked (535 files; those needing Ant or OSGi fail to compile: -proceedOnError).
 build=$out/build
+if [ "$measure_only" = 1 ]; then build=$out/build-measure; fi
 rm -rf "$build" && mkdir -p "$build/ecj-src"
 javac=$JDK17_HOME/bin/javac
 "$javac" --release 11 -d "$build" testdata/jdkmatrix/Burn.java testdata/boundaries/AllocStorm.java
@@ -93,11 +100,22 @@ workload() {
 
 # record PROFILER CASE MAJOR DIR: one recording and its figures in DIR, or DIR/error.txt.
 record() {
-    local profiler=$1 case=$2 major=$3 dir=$4 home_var java file rc=0
+    local profiler=$1 case=$2 major=$3 dir=$4 home_var java file rc=0 kind=ours
     home_var=JDK${major}_HOME
     java=${!home_var}/bin/java
     workload "$case" "$major" "$dir"
-    if [ "$profiler" = ours ]; then
+    case $profiler in
+        ours) ;;
+        ours-dns) args=(-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints "${args[@]}") ;;
+        ap) kind=ap ;;
+        *) echo "jdk-compare: unknown profiler $profiler" >&2; exit 2 ;;
+    esac
+    if [ "$measure_only" = 1 ]; then
+        file=$dir/$([ "$kind" = ours ] && echo rec.symbolized.jfr || echo ap.jfr)
+        [ -f "$dir/error.txt" ] || [ ! -s "$file" ] ||
+            $py measure "$jfr" "$kind" "$case" "$file" "$dir/figures.json" 2>"$dir/measure.txt"
+        return 0
+    elif [ "$kind" = ours ]; then
         file=$dir/rec.symbolized.jfr
         timeout $((duration * 10 + 120)) nice -n 10 "$jfrnative" record -i 2ms -o "$dir/rec.jfr" \
             -- "$java" "${args[@]}" >"$dir/stdout.txt" 2>"$dir/stderr.txt" || rc=$?
@@ -114,7 +132,7 @@ record() {
         echo "jdk-compare: $profiler failed: $(cat "$dir/error.txt")" >&2
         return 0
     fi
-    $py measure "$jfr" "$profiler" "$case" "$file" "$dir/figures.json" 2>"$dir/measure.txt" ||
+    $py measure "$jfr" "$kind" "$case" "$file" "$dir/figures.json" 2>"$dir/measure.txt" ||
         echo "measure failed: $(tail -c 400 "$dir/measure.txt" | tr '\n' ' ')" >"$dir/error.txt"
 }
 
@@ -123,10 +141,13 @@ for major in $jdks; do
     for case in $cases; do
         for run in $(seq 1 "$runs"); do
             dir=$out/jdk$major/$case/$run
-            rm -rf "$dir" && mkdir -p "$dir/ours" "$dir/ap"
             echo "jdk-compare: JDK $major, $case, run $run of $runs ($(($(date +%s) - start)) s)" >&2
-            record ours "$case" "$major" "$dir/ours"
-            record ap "$case" "$major" "$dir/ap"
+            for profiler in $profilers; do
+                if [ "$measure_only" != 1 ]; then
+                    rm -rf "${dir:?}/$profiler" && mkdir -p "$dir/$profiler"
+                fi
+                record "$profiler" "$case" "$major" "$dir/$profiler"
+            done
         done
     done
 done

@@ -6,7 +6,7 @@ recording and async-profiler's recording see the workload's Java threads.
   jdk_compare.py report RESULTS_DIR                         medians over the runs, side by side
 
 KIND is `ours` (a jfr-symbolize'd recording of the agent: jdk.CPUTimeSample, native frames then
-Java frames) or `ap` (async-profiler's JFR output: jdk.ExecutionSample). Both are read with the
+Java frames; also `ours-dns`, ours under -XX:+DebugNonSafepoints) or `ap` (async-profiler's JFR output: jdk.ExecutionSample). Both are read with the
 JDK's `jfr print --json`.
 
 Which samples count: those of the workload's threads (WORKLOAD_THREADS): the main thread for
@@ -20,7 +20,8 @@ profiler gives native frames: ours `()V` with modifiers 256 (the symbolizer's), 
 
   samples  the workload threads' samples
   whole    the share of them whose bottom frame is the thread's entry (ENTRIES: the main class's
-           main, java.lang.Thread.run)
+           main, java.lang.Thread.run; on main also the launcher's LauncherHelper.checkAndLoadMain,
+           which the launcher's C code calls before main: loading and linking the main class)
   typed    the share of their Java frames with a known type: Interpreted, JIT compiled, Inlined,
            async-profiler's C1 compiled, or Native (a Java native method); not Unknown
   self     innermost Java method of each sample (class.method; `(no Java frame)` if none):
@@ -31,7 +32,9 @@ profiler gives native frames: ours `()V` with modifiers 256 (the symbolizer's), 
 
 The agreement of run i is the histogram intersection of ours' run i with async-profiler's run i:
 sum over methods m of min(share_ours(m), share_ap(m)), 1.0 when both put the same share of the
-samples in each method.
+samples in each method. Its baseline is each profiler's agreement with itself: the median of the
+intersections between two of its own runs (ours~ours, ap~ap): how far apart two runs of one
+profiler are (sampling noise, JIT timing), which is as close as the two profilers can be.
 """
 
 import json
@@ -51,10 +54,12 @@ WORKLOAD_THREADS = {
 }
 
 # case -> the bottom frames of a whole Java stack
+LAUNCHER = ("sun.launcher.LauncherHelper", "checkAndLoadMain")
 ENTRIES = {
-    "burn": {("Burn", "main")},
+    "burn": {("Burn", "main"), LAUNCHER},
     # EcjLoop.main runs what Main.main does, in a loop (testdata/jdkmatrix/EcjLoop.java)
-    "ecj": {("EcjLoop", "main"), ("org.eclipse.jdt.internal.compiler.batch.Main", "main")},
+    "ecj": {("EcjLoop", "main"), ("org.eclipse.jdt.internal.compiler.batch.Main", "main"),
+            LAUNCHER},
     "jna": {("java.lang.Thread", "run")},
     "alloc-g1": {("java.lang.Thread", "run")},
     "alloc-parallel": {("java.lang.Thread", "run")},
@@ -71,14 +76,14 @@ def is_native(frame, kind):
     if frame["type"] not in NATIVE_TYPES:
         return False
     m = frame["method"]
-    if kind == "ours":
+    if kind != "ap":
         return m.get("descriptor") == "()V" and m.get("modifiers") == 256
     return m.get("descriptor") in AP_NATIVE_DESCRIPTORS
 
 
 def read_samples(jfr, kind, path, threads):
     """[(thread, [(class, method, type) of the Java frames, innermost first])] of `threads`."""
-    event = "jdk.CPUTimeSample" if kind == "ours" else "jdk.ExecutionSample"
+    event = "jdk.ExecutionSample" if kind == "ap" else "jdk.CPUTimeSample"
     out = subprocess.run(
         [jfr, "print", "--json", "--stack-depth", "4096", "--events", event, path],
         check=True, capture_output=True).stdout
@@ -157,30 +162,40 @@ def load(results):
 
 
 def summarize(by_profiler):
-    """The medians of one (jdk, case): per profiler, and the agreement."""
-    out = {}
-    for p in ("ours", "ap"):
-        good = [f for f in by_profiler.get(p, {}).values() if "error" not in f]
-        errors = [f["error"] for f in by_profiler.get(p, {}).values() if "error" in f]
+    """The medians of one (jdk, case): per profiler, each one's agreement with itself, and each
+    of ours' (ours, ours-dns) agreement with async-profiler's."""
+    out = {"profilers": sorted(by_profiler, key=lambda p: (p == "ap", p))}
+    for p in out["profilers"]:
+        figs = by_profiler[p]
+        good = [figs[r] for r in sorted(figs) if "error" not in figs[r]]
         pooled = Counter()
         for f in good:
             pooled.update(f["self"])
         out[p] = {
-            "runs": len(good), "errors": errors,
+            "runs": len(good), "errors": [f["error"] for f in figs.values() if "error" in f],
             "samples": median([f["samples"] for f in good]),
             "whole": median([share(f["whole"], f["samples"]) for f in good]),
             "typed": median([share(f["typed"], f["java_frames"]) for f in good]),
             "pooled": pooled,
+            "self_agreement": median([intersection(Counter(a["self"]), Counter(b["self"]))
+                                      for i, a in enumerate(good) for b in good[i + 1:]]),
         }
-    ours, ap = by_profiler.get("ours", {}), by_profiler.get("ap", {})
-    paired = [r for r in sorted(ours) if r in ap and "error" not in ours[r]
-              and "error" not in ap[r]]
-    agreements = [intersection(Counter(ours[r]["self"]), Counter(ap[r]["self"])) for r in paired]
-    out["agreement"] = median(agreements)
-    out["agreements"] = agreements
-    out["compiled_agreement"] = median(
-        [intersection(Counter(ours[r]["compiled"]), Counter(ap[r]["compiled"])) for r in paired])
-    out["pooled_agreement"] = intersection(out["ours"]["pooled"], out["ap"]["pooled"])
+    ap = by_profiler.get("ap", {})
+    for p in out["profilers"]:
+        if p == "ap":
+            continue
+        ours = by_profiler[p]
+        paired = [r for r in sorted(ours) if r in ap and "error" not in ours[r]
+                  and "error" not in ap[r]]
+        agreements = [intersection(Counter(ours[r]["self"]), Counter(ap[r]["self"]))
+                      for r in paired]
+        out[p]["agreement"] = median(agreements)
+        out[p]["agreements"] = agreements
+        out[p]["compiled_agreement"] = median(
+            [intersection(Counter(ours[r]["compiled"]), Counter(ap[r]["compiled"]))
+             for r in paired])
+        out[p]["pooled_agreement"] = intersection(out[p]["pooled"],
+                                                  out["ap"]["pooled"] if "ap" in out else {})
     return out
 
 
@@ -197,52 +212,59 @@ def report(results):
     runs = load(results)
     jdks = sorted({k[0] for k in runs}, key=lambda j: int(j[3:]))
     summary = {}
+    nan = float("nan")
     for jdk in jdks:
         print(f"\n=== {jdk}: medians over runs (each run's recordings in {results}/{jdk}/CASE/RUN/)")
         print(f"{'case':<16}{'profiler':<10}{'runs':>5}{'samples':>9}{'whole':>8}{'typed':>8}"
-              f"{'agree':>8}   agreement per run; pooled")
+              f"{'agree':>8}   agreement per run; pooled; inlining collapsed; "
+              f"between two of its own runs")
         for case in CASES:
             if (jdk, case) not in runs:
                 continue
             s = summarize(runs[(jdk, case)])
             summary[(case, jdk)] = s
-            for p in ("ours", "ap"):
+            for p in s["profilers"]:
                 f = s[p]
-                tail = ""
-                if p == "ours":
-                    per_run = " ".join(fmt(a, 0) for a in s["agreements"])
-                    tail = f"   {per_run}; {fmt(s['pooled_agreement'], 0)}; inlining " \
-                           f"collapsed {fmt(s['compiled_agreement'], 0)}"
+                tail = f"   {' '.join(fmt(a, 0) for a in f['agreements'])}; " \
+                       f"{fmt(f['pooled_agreement'], 0)}; {fmt(f['compiled_agreement'], 0)};" \
+                    if p != "ap" else "   " + " " * 25
+                tail += f" {fmt(f['self_agreement'], 0)}"
                 print(f"{case:<16}{p:<10}{f['runs']:>5}{fmt(f['samples'], 9, 0)}"
                       f"{fmt(f['whole'])}{fmt(f['typed'])}"
-                      f"{fmt(s['agreement']) if p == 'ours' else '':>8}{tail}")
+                      f"{fmt(f.get('agreement', nan)) if p != 'ap' else '':>8}{tail}")
                 for e in f["errors"]:
                     print(f"{'':<16}{p:<10}FAILED: {e}")
-            ours_top, ap_top = top5(s["ours"]["pooled"]), top5(s["ap"]["pooled"])
+            tops = [(p, top5(s[p]["pooled"])) for p in s["profilers"]]
             print(f"{'':<4}top 5 self (innermost Java method; share of all runs' samples):")
-            print(f"{'':<4}{'ours':<62}async-profiler")
-            for i in range(max(len(ours_top), len(ap_top))):
-                a = ours_top[i] if i < len(ours_top) else ""
-                b = ap_top[i] if i < len(ap_top) else ""
-                print(f"{'':<4}{a[:60]:<62}{b[:60]}".rstrip())
+            print(f"{'':<4}" + "".join(f"{p:<54}" for p, _ in tops).rstrip())
+            for i in range(5):
+                row = "".join(f"{(t[i] if i < len(t) else '')[:52]:<54}" for _, t in tops)
+                print(f"{'':<4}{row}".rstrip())
     print("\n=== summary: medians over runs (whole: share of samples with a whole Java stack; "
           "typed: share of Java frames with a known type; agreement: self-time histogram "
-          "intersection with async-profiler; agr. compiled: the same, inlining collapsed)")
-    print(f"{'case':<16}{'JDK':>4}{'ours n':>8}{'AP n':>8}{'ours whole':>12}{'AP whole':>10}"
-          f"{'ours typed':>12}{'AP typed':>10}{'agreement':>11}{'agr. compiled':>15}")
-    for case in CASES:
-        for jdk in jdks:
-            s = summary.get((case, jdk))
-            if not s:
-                continue
-            failed = " FAILED: " + "; ".join(
-                f"{p} {len(s[p]['errors'])} run(s)" for p in ("ours", "ap") if s[p]["errors"]) \
-                if s["ours"]["errors"] or s["ap"]["errors"] else ""
-            print(f"{case:<16}{jdk[3:]:>4}{fmt(s['ours']['samples'], 8, 0)}"
-                  f"{fmt(s['ap']['samples'], 8, 0)}{fmt(s['ours']['whole'], 12)}"
-                  f"{fmt(s['ap']['whole'], 10)}{fmt(s['ours']['typed'], 12)}"
-                  f"{fmt(s['ap']['typed'], 10)}{fmt(s['agreement'], 11)}"
-                  f"{fmt(s['compiled_agreement'], 15)}{failed}")
+          "intersection with async-profiler; agr. compiled: the same, inlining collapsed; "
+          "ours~ours, AP~AP: each profiler's agreement between two of its own runs)")
+    for p in sorted({p for s in summary.values() for p in s["profilers"] if p != "ap"}):
+        label = {"ours": "ours", "ours-dns": "dns"}.get(p, p)
+        print(f"\n{p} against ap" + ("" if p == "ours" else f" ({label})"))
+        print(f"{'case':<16}{'JDK':>4}{label + ' n':>8}{'AP n':>8}{label + ' whole':>12}"
+              f"{'AP whole':>10}{label + ' typed':>12}{'AP typed':>10}{'agreement':>11}"
+              f"{'agr. compiled':>15}{label + '~' + label:>11}{'AP~AP':>7}")
+        for case in CASES:
+            for jdk in jdks:
+                s = summary.get((case, jdk))
+                if not s or p not in s:
+                    continue
+                ap = s.get("ap") or {"samples": nan, "whole": nan, "typed": nan,
+                                     "self_agreement": nan, "errors": ["no runs"]}
+                failed = "; ".join(f"{q} {len(x['errors'])} run(s) failed"
+                                   for q, x in ((p, s[p]), ("ap", ap)) if x["errors"])
+                print(f"{case:<16}{jdk[3:]:>4}{fmt(s[p]['samples'], 8, 0)}"
+                      f"{fmt(ap['samples'], 8, 0)}{fmt(s[p]['whole'], 12)}"
+                      f"{fmt(ap['whole'], 10)}{fmt(s[p]['typed'], 12)}"
+                      f"{fmt(ap['typed'], 10)}{fmt(s[p]['agreement'], 11)}"
+                      f"{fmt(s[p]['compiled_agreement'], 15)}{fmt(s[p]['self_agreement'], 11)}"
+                      f"{fmt(ap['self_agreement'], 7)}{'  ' + failed if failed else ''}")
 
 
 def main():
