@@ -19,6 +19,20 @@ pub fn bool_flag(v: &VmStructs, name: &str) -> Option<bool> {
 /// The address of flag `name`'s value in libjvm's data, if the JVM has it: for a flag read
 /// again later (one that another agent may set after ours has loaded).
 pub fn flag_address(v: &VmStructs, name: &str) -> Option<u64> {
+    flag_entry(v, name).map(|(value, _)| value)
+}
+
+/// Whether flag `name` has its default value's origin (not set on the command line, in a flags
+/// file or by management): `JVMFlag::_flags`' value-origin bits (the low four, `DEFAULT` = 0, in
+/// JDK 11 to 25). `None` if the JVM does not describe them.
+pub fn flag_is_default(v: &VmStructs, name: &str) -> Option<bool> {
+    let (_, entry) = flag_entry(v, name)?;
+    let flags = super::mem::read_uint(entry.checked_add(v.offset("JVMFlag", "_flags")?)?, 4)?;
+    Some(flags & 0xf == 0)
+}
+
+/// Flag `name`'s value address and its `JVMFlag` entry.
+fn flag_entry(v: &VmStructs, name: &str) -> Option<(u64, u64)> {
     let table = v.static_u64("JVMFlag", "flags")?;
     let count = v.static_u64("JVMFlag", "numFlags")?.min(MAX_FLAGS);
     let size = v.type_size("JVMFlag")?;
@@ -32,7 +46,8 @@ pub fn flag_address(v: &VmStructs, name: &str) -> Option<u64> {
             continue;
         };
         if text == name {
-            return read_ptr(flag.checked_add(addr_offset)?).filter(|&a| a != 0);
+            let value = read_ptr(flag.checked_add(addr_offset)?).filter(|&a| a != 0)?;
+            return Some((value, flag));
         }
     }
     None

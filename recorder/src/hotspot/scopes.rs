@@ -15,7 +15,7 @@
 
 use super::codeblob::Blob;
 use super::layout::{DebugInfo, JavaLayout};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::mem::{read_ptr, read_u8};
 use super::stub_exit;
@@ -29,7 +29,7 @@ const MAX_PC_DESCS: u64 = 1 << 24;
 /// without debug information, by index (for the summary).
 pub const LEAF_CALLS: [&str; 5] = [
     "the caller's scopes from the PcDesc before the call",
-    "method alone: no -XX:+DebugNonSafepoints",
+    "method alone: no debug information between safepoints",
     "method alone: no PcDesc before the call",
     "method alone: code not straight from it to the call",
     "method alone: its scopes not ending at the method",
@@ -40,11 +40,52 @@ pub const LEAF_CALLS: [&str; 5] = [
 /// and methods compiled from then on have PcDescs between safepoints.
 static NON_SAFEPOINT_FLAG: AtomicU64 = AtomicU64::new(0);
 
+/// Whether HotSpot recorded debug information between safepoints in every nmethod: our
+/// CompiledMethodLoad events were on from the agent's load, before the first compilation, and
+/// the command line left `DebugNonSafepoints` at its default (HotSpot's
+/// `compute_recording_non_safepoints`: with JVMTI looking at compiled code, a default flag is
+/// taken as true).
+static RECORDED_FROM_START: AtomicBool = AtomicBool::new(false);
+
+/// Our CompiledMethodLoad events are on from the agent's load (set by the agent).
+static EVENTS_FROM_START: AtomicBool = AtomicBool::new(false);
+
+/// The agent enabled CompiledMethodLoad at load, before any compilation.
+pub fn set_recorded_from_start() {
+    EVENTS_FROM_START.store(true, Ordering::Release);
+}
+
 /// Finds the `DebugNonSafepoints` flag in the JVM's flag table, once the fault hook is
-/// installed (the table is read through it), before the first sample.
+/// installed (the table is read through it), before the first sample; and whether every
+/// nmethod has debug information between safepoints by our events.
 pub fn find_non_safepoint_flag(v: &super::vmstructs::VmStructs) {
     if let Some(addr) = super::flags::flag_address(v, "DebugNonSafepoints") {
         NON_SAFEPOINT_FLAG.store(addr, Ordering::Release);
+    }
+    let default = super::flags::flag_is_default(v, "DebugNonSafepoints") == Some(true);
+    RECORDED_FROM_START.store(
+        default && EVENTS_FROM_START.load(Ordering::Acquire),
+        Ordering::Release,
+    );
+}
+
+/// Where the nmethods' debug information between safepoints comes from, for the summary: our
+/// CompiledMethodLoad events from the start, `-XX:+DebugNonSafepoints`, or none (`None`).
+pub fn non_safepoints() -> Option<&'static str> {
+    if RECORDED_FROM_START.load(Ordering::Acquire) {
+        Some("on (the agent's CompiledMethodLoad events, from its load)")
+    } else if non_safepoint_flag() {
+        Some("on (-XX:+DebugNonSafepoints)")
+    } else {
+        None
+    }
+}
+
+/// The `DebugNonSafepoints` flag's value now (false if it cannot be read).
+fn non_safepoint_flag() -> bool {
+    match NON_SAFEPOINT_FLAG.load(Ordering::Acquire) {
+        0 => false,
+        addr => read_u8(addr).is_some_and(|b| b != 0),
     }
 }
 
@@ -219,7 +260,9 @@ impl JavaLayout {
     /// PcDesc describes the code up to its offset, and the code after it belongs to the next,
     /// which for a leaf call is often code elsewhere (an uncommon trap after a jump). Taken
     /// only when all of these hold, else `None` (the method alone is written):
-    /// - the JVM records PcDescs between safepoints (`-XX:+DebugNonSafepoints`, read now);
+    /// - the JVM records PcDescs between safepoints: for every nmethod since the agent's load
+    ///   (its CompiledMethodLoad events, [`non_safepoints`]), or by `-XX:+DebugNonSafepoints`
+    ///   (read now: another agent may set it);
     /// - the PcDesc is the last one before `ret` (HotSpot's sentinel excluded);
     /// - the code from its offset runs straight to the call ([`stub_exit::straight_to_call`]):
     ///   nothing in between has debug information of its own, and no jump or other call
@@ -227,11 +270,7 @@ impl JavaLayout {
     ///
     /// Never the next PcDesc.
     pub fn leaf_call_desc(&self, blob: &Blob, ret: u64) -> Option<PcDesc> {
-        let flag = match NON_SAFEPOINT_FLAG.load(Ordering::Acquire) {
-            0 => None,
-            addr => read_u8(addr),
-        };
-        if flag.unwrap_or(0) == 0 {
+        if !RECORDED_FROM_START.load(Ordering::Acquire) && !non_safepoint_flag() {
             count_leaf_call(1);
             return None;
         }

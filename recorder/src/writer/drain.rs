@@ -944,6 +944,13 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
 /// The summary's line on compiled callers of leaf calls without debug information
 /// ([`crate::hotspot::scopes::LEAF_CALLS`]), if there were any.
 fn leaf_call_summary(text: &mut String) {
+    if crate::hotspot::sample::USE_VM_WALK.load(Ordering::Acquire) {
+        text.push_str(&format!(
+            "\n  debug information between safepoints (inlined scopes at any pc): {}",
+            crate::hotspot::scopes::non_safepoints()
+                .unwrap_or("off (-XX:-DebugNonSafepoints, or attached after the JVM's start)")
+        ));
+    }
     let leaf_calls: Vec<String> = crate::hotspot::scopes::LEAF_CALL_COUNTS
         .iter()
         .zip(crate::hotspot::scopes::LEAF_CALLS)
