@@ -608,19 +608,34 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     }
 
     /// The frames of nmethod `blob` at `at`, the return address of a leaf call without debug
-    /// information: its scopes from the PcDesc that stands for the call
-    /// ([`JavaLayout::leaf_call_desc`]: with `DebugNonSafepoints`, the last one before it when
-    /// the code runs straight from there to the call), else its method alone. False when the
-    /// output is full.
+    /// information: the inlined scopes both PcDescs around the call say
+    /// ([`JavaLayout::leaf_call_descs`], [`scopes::shared_scopes`]), else its method alone.
+    /// False when the output is full.
     fn emit_leaf_caller(&self, blob: &Blob, at: At, out: &mut Out<'_>) -> Option<bool> {
-        if let Some(desc) = self.layout.leaf_call_desc(blob, at.pc) {
+        if let Some((before, after)) = self.layout.leaf_call_descs(blob, at.pc) {
             let method = read_ptr(blob.at.checked_add(self.layout.nm_method)?)?;
-            let mut scopes = [Scope::default(); MAX_SCOPES];
-            if let Some(count) = self.layout.scopes_from(&desc, method, &mut scopes) {
-                scopes::count_leaf_call(0);
-                return self.emit_scopes(&scopes, count, out);
+            let mut a = [Scope::default(); MAX_SCOPES];
+            let mut b = [Scope::default(); MAX_SCOPES];
+            let chains = self
+                .layout
+                .scopes_from(&before, method, &mut a)
+                .zip(self.layout.scopes_from(&after, method, &mut b));
+            match chains {
+                Some((na, nb)) => {
+                    let mut shared = [Scope::default(); MAX_SCOPES];
+                    let count = scopes::shared_scopes(
+                        a.get(..na).unwrap_or(&[]),
+                        b.get(..nb).unwrap_or(&[]),
+                        &mut shared,
+                    );
+                    if count > 1 {
+                        scopes::count_leaf_call(0);
+                        return self.emit_scopes(&shared, count, out);
+                    }
+                    scopes::count_leaf_call(5);
+                }
+                None => scopes::count_leaf_call(4),
             }
-            scopes::count_leaf_call(4);
         }
         self.emit_method_only(blob, out)
     }
@@ -740,6 +755,10 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         )?;
         let next = match resume {
             stub_exit::Resume::Body { sp_up } => {
+                // What the body still had pushed lies below its frame, never in it.
+                if sp_up.checked_add(16)? > blob.frame_bytes {
+                    return None;
+                }
                 let sp = at.sp.checked_add(sp_up)?;
                 let body = At { sp, ..at };
                 self.sender(body, sp.checked_add(blob.frame_bytes)?, Saved::BelowReturn)?

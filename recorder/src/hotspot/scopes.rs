@@ -25,20 +25,25 @@ pub const MAX_SCOPES: usize = 64;
 /// Most PcDescs an nmethod may have for the search to run (a bound on garbage sizes).
 const MAX_PC_DESCS: u64 = 1 << 24;
 
-/// What [`JavaLayout::leaf_call_desc`] and its caller made of a leaf call's return address
+/// What [`JavaLayout::leaf_call_descs`] and its caller made of a leaf call's return address
 /// without debug information, by index (for the summary).
-pub const LEAF_CALLS: [&str; 5] = [
-    "the caller's scopes from the PcDesc before the call",
+pub const LEAF_CALLS: [&str; 6] = [
+    "inlined scopes the PcDescs around the call share",
     "method alone: no debug information between safepoints",
-    "method alone: no PcDesc before the call",
-    "method alone: code not straight from it to the call",
-    "method alone: its scopes not ending at the method",
+    "method alone: no PcDesc before or after the call",
+    "method alone: code not straight from the one before to the call",
+    "method alone: their scopes not ending at the method",
+    "method alone: they share no inlined scope",
 ];
 
 /// Where the value of the `DebugNonSafepoints` flag is (a `bool` in libjvm's data; 0: not
-/// found), read at each use: another agent (async-profiler) may set it after ours has loaded,
-/// and methods compiled from then on have PcDescs between safepoints.
+/// found).
 static NON_SAFEPOINT_FLAG: AtomicU64 = AtomicU64::new(0);
+
+/// `DebugNonSafepoints` was on when the recording started (from the command line: every
+/// nmethod has PcDescs between safepoints). Set later (by another agent), it would hold only for
+/// the methods compiled since, so it is not read again.
+static FLAG_AT_START: AtomicBool = AtomicBool::new(false);
 
 /// Whether HotSpot recorded debug information between safepoints in every nmethod: our
 /// CompiledMethodLoad events were on from the agent's load, before the first compilation, and
@@ -61,6 +66,7 @@ pub fn set_recorded_from_start() {
 pub fn find_non_safepoint_flag(v: &super::vmstructs::VmStructs) {
     if let Some(addr) = super::flags::flag_address(v, "DebugNonSafepoints") {
         NON_SAFEPOINT_FLAG.store(addr, Ordering::Release);
+        FLAG_AT_START.store(non_safepoint_flag(), Ordering::Release);
     }
     let default = super::flags::flag_is_default(v, "DebugNonSafepoints") == Some(true);
     RECORDED_FROM_START.store(
@@ -74,7 +80,7 @@ pub fn find_non_safepoint_flag(v: &super::vmstructs::VmStructs) {
 pub fn non_safepoints() -> Option<&'static str> {
     if RECORDED_FROM_START.load(Ordering::Acquire) {
         Some("on (the agent's CompiledMethodLoad events, from its load)")
-    } else if non_safepoint_flag() {
+    } else if FLAG_AT_START.load(Ordering::Acquire) {
         Some("on (-XX:+DebugNonSafepoints)")
     } else {
         None
@@ -116,6 +122,7 @@ pub struct PcDesc {
 }
 
 /// The ranges of an nmethod's debug information.
+#[derive(Clone, Copy)]
 struct Tables {
     pcs_begin: u64,
     pcs_end: u64,
@@ -151,6 +158,38 @@ pub fn read_compressed(
         shift = shift.checked_add(LG_H)?;
     }
     None
+}
+
+/// What two scope chains (innermost first, both ending at the same method) share, from the
+/// outermost in: the scopes equal in both (method and bci), then the first whose method is the
+/// same but whose bci differs, with the bci unknown (-1); written into `out` innermost first.
+/// The count (at least 1 when both end at one method).
+pub fn shared_scopes(a: &[Scope], b: &[Scope], out: &mut [Scope; MAX_SCOPES]) -> usize {
+    let mut shared = 0usize;
+    let mut differs = false;
+    for (sa, sb) in a.iter().rev().zip(b.iter().rev()) {
+        if sa.method != sb.method {
+            break;
+        }
+        shared = shared.saturating_add(1);
+        if sa.bci != sb.bci {
+            differs = true;
+            break;
+        }
+    }
+    let start = a.len().saturating_sub(shared);
+    let Some(suffix) = a.get(start..) else {
+        return 0;
+    };
+    for (slot, scope) in out.iter_mut().zip(suffix) {
+        *slot = *scope;
+    }
+    if differs {
+        if let Some(first) = out.first_mut() {
+            first.bci = -1;
+        }
+    }
+    suffix.len().min(MAX_SCOPES)
 }
 
 impl JavaLayout {
@@ -254,36 +293,42 @@ impl JavaLayout {
         self.scope_decode_offset.int(found)
     }
 
-    /// The PcDesc that stands for the leaf call returning to `ret` in nmethod `blob`, a return
+    /// The two PcDescs around the leaf call returning to `ret` in nmethod `blob`, a return
     /// address without one of its own (a call to an arraycopy stub, or another leaf call C2
-    /// makes after parsing, without debug information). HotSpot gives such a call none: a
-    /// PcDesc describes the code up to its offset, and the code after it belongs to the next,
-    /// which for a leaf call is often code elsewhere (an uncommon trap after a jump). Taken
-    /// only when all of these hold, else `None` (the method alone is written):
+    /// makes without debug information): the last one before `ret` and the first after it.
+    /// HotSpot gives such a call none. A PcDesc describes the code up to its offset since the
+    /// one before (`NonSafepointEmitter`: a run of instructions of one inlining chain, stretched
+    /// over the instructions without any), so the call belongs to the next one's run, or, when
+    /// it was made without a chain at all (an arraycopy expanded after parsing), to the code
+    /// around it, of the one before; the next one is often code elsewhere (an uncommon trap
+    /// after a jump back). So neither is taken alone: the caller writes what both say
+    /// ([`shared_scopes`]). Both are returned only when all of these hold, else `None` (the
+    /// method alone is written):
     /// - the JVM records PcDescs between safepoints: for every nmethod since the agent's load
     ///   (its CompiledMethodLoad events, [`non_safepoints`]), or by `-XX:+DebugNonSafepoints`
-    ///   (read now: another agent may set it);
-    /// - the PcDesc is the last one before `ret` (HotSpot's sentinel excluded);
-    /// - the code from its offset runs straight to the call ([`stub_exit::straight_to_call`]):
-    ///   nothing in between has debug information of its own, and no jump or other call
-    ///   leaves the path, so the call is part of the code that PcDesc's scopes were running.
-    ///
-    /// Never the next PcDesc.
-    pub fn leaf_call_desc(&self, blob: &Blob, ret: u64) -> Option<PcDesc> {
-        if !RECORDED_FROM_START.load(Ordering::Acquire) && !non_safepoint_flag() {
+    ///   set before the first sample;
+    /// - the one before is no sentinel, and the code from its offset runs straight to the call
+    ///   ([`stub_exit::straight_to_call`]): no jump, return or other call leaves the path;
+    /// - the one after exists.
+    pub fn leaf_call_descs(&self, blob: &Blob, ret: u64) -> Option<(PcDesc, PcDesc)> {
+        if !RECORDED_FROM_START.load(Ordering::Acquire) && !FLAG_AT_START.load(Ordering::Acquire) {
             count_leaf_call(1);
             return None;
         }
         let tables = self.tables(blob.at)?;
         let rel = i64::try_from(ret.checked_sub(blob.code_begin)?).ok()?;
         let count = self.pc_descs(&tables)?;
-        let before = self.first_at_or_after(&tables, count, rel)?.checked_sub(1);
+        let after = self.first_at_or_after(&tables, count, rel)?;
+        let before = after.checked_sub(1);
         let desc = before.and_then(|i| self.pc_desc_at(&tables, i));
         // HotSpot's first PcDesc, a sentinel, has the offset -1.
         let offset = desc
             .and_then(|d| self.pc_offset.int(d))
             .and_then(|o| u64::try_from(o).ok());
-        let (Some(desc), Some(offset)) = (desc, offset) else {
+        let next = (after < count)
+            .then(|| self.pc_desc_at(&tables, after))
+            .flatten();
+        let (Some(desc), Some(offset), Some(next)) = (desc, offset, next) else {
             count_leaf_call(2);
             return None;
         };
@@ -292,10 +337,15 @@ impl JavaLayout {
             count_leaf_call(3);
             return None;
         }
-        Some(PcDesc {
+        let before = PcDesc {
             scope_offset: self.scope_decode_offset.int(desc)?,
             tables,
-        })
+        };
+        let after = PcDesc {
+            scope_offset: self.scope_decode_offset.int(next)?,
+            tables,
+        };
+        Some((before, after))
     }
 
     /// The PcDesc for `pc` in nmethod `blob` (exactly at `pc`, or with `approximate` the first
@@ -428,5 +478,36 @@ mod tests {
             read_compressed(|i| (i == 0).then_some(250), &mut pos, 1),
             None
         );
+    }
+
+    fn chain(scopes: &[(u64, i32)]) -> Vec<Scope> {
+        scopes
+            .iter()
+            .map(|&(method, bci)| Scope { method, bci })
+            .collect()
+    }
+
+    #[test]
+    fn two_chains_share_their_equal_outer_scopes_then_one_with_an_unknown_bci() {
+        let mut out = [Scope::default(); MAX_SCOPES];
+        // shift@33 <- ASB.delete@33 <- SB.delete@3, and the same: all of it.
+        let a = chain(&[(3, 33), (2, 33), (1, 3)]);
+        assert_eq!(shared_scopes(&a, &a, &mut out), 3);
+        assert_eq!(&out[..3], &a[..]);
+        // The next PcDesc in another callee of ASB.delete: ASB.delete with its bci unknown.
+        let b = chain(&[(4, 7), (2, 40), (1, 3)]);
+        assert_eq!(shared_scopes(&a, &b, &mut out), 2);
+        assert_eq!(&out[..2], &chain(&[(2, -1), (1, 3)])[..]);
+        // An uncommon trap of another inlining chain: the method alone, bci unknown.
+        let trap = chain(&[(9, 1), (8, 5), (1, 20)]);
+        assert_eq!(shared_scopes(&a, &trap, &mut out), 1);
+        assert_eq!(out[0], Scope { method: 1, bci: -1 });
+        // One chain inside the other: the shorter, as it is.
+        let inner = chain(&[(2, 33), (1, 3)]);
+        assert_eq!(shared_scopes(&inner, &a, &mut out), 2);
+        assert_eq!(&out[..2], &inner[..]);
+        // Chains ending at different methods share nothing.
+        assert_eq!(shared_scopes(&a, &chain(&[(5, 0)]), &mut out), 0);
+        assert_eq!(shared_scopes(&[], &a, &mut out), 0);
     }
 }

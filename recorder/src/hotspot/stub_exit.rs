@@ -252,8 +252,12 @@ pub fn resume(
     let mut up: i64 = 0;
     let mut jumps = 0usize;
     let mut rbp = Rbp::Untouched;
+    // Whether `rsp` has moved only by pushes and pops so far (not by the epilogue's `add`).
+    let mut only_pops = true;
     for _ in 0..MAX_INSTRUCTIONS {
-        if is_whole(ip) {
+        // A pc with debug information in the body, not in the epilogue (past its `add rsp` or
+        // `pop rbp`): an epilogue's pc (a return poll) may have one too, with the frame gone.
+        if is_whole(ip) && only_pops && matches!(rbp, Rbp::Untouched) && up >= 0 && up % 8 == 0 {
             return u64::try_from(up).ok().map(|sp_up| Resume::Body { sp_up });
         }
         let i = window.decode(ip)?;
@@ -283,6 +287,9 @@ pub fn resume(
             RbpWrite::Pop => Rbp::PoppedAt(u64::try_from(up).ok()?),
             RbpWrite::Other => Rbp::Clobbered,
         };
+        if change != 0 && !matches!(i.code(), Code::Push_r64 | Code::Pop_r64) {
+            only_pops = false;
+        }
         up = up.checked_add(change)?;
         if !(-MAX_PUSHED..=MAX_PUSHED).contains(&up) {
             return None;
@@ -682,6 +689,19 @@ mod tests {
                     sp_up: 0,
                     rbp_popped_at: None
                 })
+            );
+        }
+        // Debug information in the epilogue (non-safepoint PcDescs can sit there: at the
+        // `pop rbp`, at the return poll): past `add rsp` or `pop rbp` the frame is gone, so
+        // the way out is the `ret`, not that pc.
+        for whole in [4, 5, 12] {
+            assert_eq!(
+                resume_in(&code, 0, &[whole]),
+                Some(Resume::Return {
+                    sp_up: 0x18,
+                    rbp_popped_at: Some(0x10)
+                }),
+                "debug information at {whole}"
             );
         }
         // C2 from JDK 17: pop rbp; cmp rsp, [r15+0x448]; ja +0x10 (the poll stub); ret
