@@ -61,6 +61,12 @@ pub fn samplers_off(text: &str, events: &[&str]) -> Result<String, String> {
                 empty,
                 depth,
             } => {
+                // An `enabled` setting holds text: an element inside it is not a .jfc's.
+                if enabled_from.is_some() {
+                    return Err(format!(
+                        "<{name}> inside a setting's value: not a .jfc settings file"
+                    ));
+                }
                 if name.eq_ignore_ascii_case("event") {
                     let named = attribute(attributes, "name")?;
                     let index = named
@@ -128,9 +134,20 @@ pub fn samplers_off(text: &str, events: &[&str]) -> Result<String, String> {
         let at = root_end.ok_or("it has no root element")?;
         edits.push((at, at, missing));
     }
+    // In document order, and none inside another (a guard: the parse above makes them so).
+    edits.sort_by_key(|&(start, end, _)| (start, end));
+    if edits
+        .windows(2)
+        .any(|w| matches!(w, [(_, end, _), (next, _, _)] if next < end))
+    {
+        return Err("its markup does not nest as a .jfc's".into());
+    }
     let mut out = String::with_capacity(text.len() + 256);
     let mut at = 0;
     for (start, end, replacement) in edits {
+        if start < at || end < start || end > text.len() {
+            return Err("its markup does not nest as a .jfc's".into());
+        }
         out.push_str(&text[at..start]);
         out.push_str(&replacement);
         at = end;
@@ -695,5 +712,17 @@ mod tests {
         let e = read_in_root(me.0, me.1, dir.path()).unwrap_err();
         assert!(e.contains("not a regular file"), "{e}");
         assert!(read_in_root(me.0, me.1, &dir.path().join("none.jfc")).is_err());
+    }
+
+    #[test]
+    fn elements_inside_a_setting_value_are_refused_not_a_panic() {
+        for text in [
+            "<configuration><event name=\"jdk.ExecutionSample\"><setting name=\"enabled\"><event name=\"jdk.NativeMethodSample\"/></setting></event></configuration>",
+            "<configuration><event name=\"jdk.ExecutionSample\"><setting name=\"enabled\"><event name=\"jdk.NativeMethodSample\"></event></setting></event></configuration>",
+            "<configuration><event name=\"jdk.ExecutionSample\"><setting name=\"enabled\"><setting name=\"x\">y</setting>true</setting></event></configuration>",
+        ] {
+            let e = samplers_off(text).unwrap_err();
+            assert!(e.contains("inside a setting"), "{text}: {e}");
+        }
     }
 }

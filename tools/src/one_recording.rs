@@ -78,6 +78,26 @@ pub fn derived_settings(directory: &Path) -> PathBuf {
     directory.join("jfrnative-settings.jfc")
 }
 
+/// Writes a derived settings file at `path`, created anew: a file or link already there is
+/// removed first (a link itself, not what it names), and the creation fails rather than
+/// follow one planted in between (`O_EXCL | O_NOFOLLOW`). Readable by the JVM (0644).
+pub fn write_derived(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    file.write_all(bytes)
+}
+
 /// For `record` of the `java` executable `java` with `--jdk-events` `settings` (`default`,
 /// `profile` or a `.jfc` path) into `directory`: `None` when that JVM takes the samplers'
 /// overrides (JDK 17 and later, or a JDK whose `release` file does not say), else the path of
@@ -96,22 +116,24 @@ pub fn settings_for_java(
             let from = crate::jfc::source(settings, &home);
             let bytes = std::fs::read(&from).map_err(|e| {
                 format!(
-                    "--jdk-events: {} is JDK {release}, which takes no EVENT#setting options:                      jfrnative switches its samplers off in a copy of {}, which cannot be read:                      {e}",
+                    "--jdk-events: {} is JDK {release}, which takes no EVENT#setting options: \
+                     jfrnative switches its samplers off in a copy of {}, which cannot be read: \
+                     {e}",
                     java.display(),
                     from.display()
                 )
             })?;
             let derived = crate::jfc::samplers_off_bytes(&bytes, &from).map_err(|e| {
                 format!(
-                    "--jdk-events: {} is JDK {release}, which takes no EVENT#setting options,                      and its settings could not be copied with the samplers off: {e}",
+                    "--jdk-events: {} is JDK {release}, which takes no EVENT#setting options, \
+                     and its settings could not be copied with the samplers off: {e}",
                     java.display()
                 )
             })?;
             std::fs::create_dir_all(directory)
                 .map_err(|e| format!("cannot create {}: {e}", directory.display()))?;
             let path = derived_settings(directory);
-            let _ = std::fs::remove_file(&path);
-            std::fs::write(&path, derived)
+            write_derived(&path, &derived)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             Ok(Some(path))
         }

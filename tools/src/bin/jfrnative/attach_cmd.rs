@@ -329,8 +329,7 @@ impl JdkRecording {
             None => {
                 if let Some(bytes) = &derived {
                     let path = one_recording::derived_settings(&jdk.directory);
-                    let _ = std::fs::remove_file(&path);
-                    std::fs::write(&path, bytes).map_err(|e| {
+                    one_recording::write_derived(&path, bytes).map_err(|e| {
                         format!("--jdk-events: cannot write {}: {e}", path.display())
                     })?;
                     settings = path.display().to_string();
@@ -348,7 +347,7 @@ impl JdkRecording {
                 one_recording::JDK_SAMPLERS_OFF.join(" ")
             )
         };
-        let said = attach::jcmd(pid, &command, timeout);
+        let said = jfr_start(pid, &command, timeout);
         // The JVM read its settings as it started the recording (or refused it).
         if let Some(path) = written_here {
             let _ = std::fs::remove_file(path);
@@ -567,4 +566,26 @@ fn keep_staged_libraries(target: &stage::Target, recording: &Path, fresh: bool) 
         eprintln!("jfrnative: the library {path} was not kept: {why}");
     }
     vec![kept]
+}
+
+/// `JFR.start` sent to JVM `pid`. A JVM that has just started may not have registered the
+/// Flight Recorder's commands yet ("Unknown diagnostic command"): asked again every 100 ms
+/// within `timeout`, as the agent's own load is while the JVM is not live yet.
+fn jfr_start(pid: u32, command: &str, timeout: Duration) -> Result<String, attach::AttachError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match attach::jcmd(pid, command, timeout) {
+            Err(e) if e.0.contains("Unknown diagnostic command") && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) if e.0.contains("Unknown diagnostic command") => {
+                return Err(attach::AttachError(format!(
+                    "{} (for {} s: this JVM has no Flight Recorder, the jdk.jfr module)",
+                    e.0,
+                    timeout.as_secs()
+                )));
+            }
+            said => return said,
+        }
+    }
 }
