@@ -209,7 +209,11 @@ pub fn read_chunk(chunk: &Chunk<'_>) -> Result<ChunkProfile, ReadError> {
     let lost_class = md.class_by_name("jdk.CPUTimeSamplesLost");
     let jvm_code_class = md.class_by_name("jfrnative.JvmCode");
     let execution_class = md.class_by_name("jdk.ExecutionSample");
-    let setting_class = md.class_by_name("jdk.ActiveSetting");
+    // Ours, renamed in a file merged with a JDK that declares it otherwise (JDK 11), else the
+    // JDK's name.
+    let setting_class = md
+        .class_by_name("jfrnative.ActiveSetting")
+        .or_else(|| md.class_by_name("jdk.ActiveSetting"));
     let view = View::new(chunk);
     let mut profile = ChunkProfile {
         native_field: sample_class.is_some_and(|c| c.field_index("nativeStackTrace").is_some()),
