@@ -45,35 +45,52 @@ fn c_compiler() -> Result<String, String> {
     }
 }
 
-/// The JDK that compiles the demo for the runtime at `runtime_home` (release `runtime_release`):
-/// the runtime itself when it has `bin/javac` and the JNI headers, else the JDK of the first
-/// `javac` on `path`, if it can compile for that release.
+/// The Java release the demo's source needs (no later language features).
+const SOURCE_RELEASE: u32 = 11;
+
+/// The JDK that compiles the demo for the runtime at `runtime_home`, and the `--release` it
+/// compiles for (`None`: its own): the runtime itself when it has `bin/javac` and the JNI
+/// headers; else the JDK of the first `javac` on `path`, for the runtime's release or, if that
+/// JDK is older, its own (the runtime runs older class files; the demo needs Java 11).
 fn compiler_home(
     runtime_home: &Path,
-    runtime_release: u32,
     path: Option<&std::ffi::OsStr>,
-) -> Result<PathBuf, String> {
+) -> Result<(PathBuf, Option<u32>), String> {
     let complete = |home: &Path| home.join("bin/javac").is_file() && home.join("include").is_dir();
     if complete(runtime_home) {
-        return Ok(runtime_home.to_path_buf());
+        return Ok((runtime_home.to_path_buf(), None));
     }
+    let not_a_jdk = || {
+        format!(
+            "the demo compiles Java, and {} has no bin/javac (a JRE, not a JDK)",
+            runtime_home.display()
+        )
+    };
+    let Some(runtime_release) = crate::jdk::feature_release(runtime_home) else {
+        return Err(format!(
+            "{}: set JAVA_HOME to a JDK 11 to 25 (its release file, naming its Java version, \
+             is missing too)",
+            not_a_jdk()
+        ));
+    };
     let other = crate::jdk::search_path("javac", path)
         .and_then(|javac| crate::jdk::home_of(&javac))
         .filter(|home| complete(home));
     let Some(other) = other else {
         return Err(format!(
-            "the demo compiles Java and C, and {} has no bin/javac or include/ (a runtime, not \
-             a JDK), nor is there a JDK's javac on PATH: install a JDK (e.g. apt-get install \
-             openjdk-17-jdk-headless) or set JAVA_HOME to one",
-            runtime_home.display()
+            "{}, nor is there a JDK's javac on PATH to compile it for Java {runtime_release}: \
+             install a JDK (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to one",
+            not_a_jdk()
         ));
     };
     match crate::jdk::feature_release(&other) {
-        Some(release) if release >= runtime_release && runtime_release >= 8 => Ok(other),
+        Some(release) if release >= SOURCE_RELEASE && runtime_release >= SOURCE_RELEASE => {
+            Ok((other, Some(release.min(runtime_release))))
+        }
         _ => Err(format!(
-            "{} has no javac, and the JDK on PATH ({}) cannot compile for Java {runtime_release}: \
-             put a JDK {runtime_release} or later first on PATH",
-            runtime_home.display(),
+            "{}, and the JDK of the javac on PATH ({}) cannot compile the demo (Java 11) for \
+             Java {runtime_release}: put a JDK 11 or later first on PATH",
+            not_a_jdk(),
             other.display()
         )),
     }
@@ -89,14 +106,8 @@ pub fn build(dir: &Path, jdk_home: &Path) -> Result<PathBuf, String> {
     if std::fs::read_to_string(&stamp).is_ok_and(|s| s == stamp_text) {
         return Ok(build);
     }
-    let release = crate::jdk::feature_release(jdk_home).ok_or_else(|| {
-        format!(
-            "{} has no release file naming its JAVA_VERSION: set JAVA_HOME to a JDK 11 to 25",
-            jdk_home.display()
-        )
-    })?;
-    let compiler = compiler_home(jdk_home, release, std::env::var_os("PATH").as_deref())?;
-    if compiler != jdk_home {
+    let (compiler, release) = compiler_home(jdk_home, std::env::var_os("PATH").as_deref())?;
+    if let Some(release) = release {
         eprintln!(
             "jfrnative demo: {} has no javac: compiling with {} for Java {release}",
             jdk_home.display(),
@@ -128,7 +139,12 @@ pub fn build(dir: &Path, jdk_home: &Path) -> Result<PathBuf, String> {
     )?;
     run(
         Command::new(&javac)
-            .args(["--release", &release.to_string(), "-d"])
+            .args(
+                release
+                    .iter()
+                    .flat_map(|r| ["--release".to_string(), r.to_string()]),
+            )
+            .arg("-d")
             .arg(&build)
             .arg(&java_file),
         "compiling the demo's Java program",
