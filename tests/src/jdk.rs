@@ -34,7 +34,7 @@ impl Jdk {
 /// `JFRNATIVE_REQUIRE_JDKS=1`.
 pub fn jdks_required() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
-        || std::env::var_os("JFRNATIVE_REQUIRE_JDKS").is_some()
+        || std::env::var_os("JFRNATIVE_REQUIRE_JDKS").is_some_and(|v| v != "0")
 }
 
 /// The location a third-party reader's variable names (`JMC_CP`, `AP_CONVERTER_JAR`: the set-up

@@ -238,7 +238,9 @@ def parse_use_tree(toks, i):
             prefix.append(t)
             i += 1
             if i < len(toks) and toks[i][0] == "as":
-                i += 2
+                # `path as alias`: the alias is what the module's code names it by.
+                alias = toks[i + 1][0] if i + 1 < len(toks) else "_"
+                return [prefix + ["=>" + alias]], i + 2
             if i < len(toks) and toks[i][0] == "::":
                 i += 1
                 continue
@@ -299,6 +301,33 @@ def import_graph(root):
                 if target != path:
                     out.setdefault(target, toks[i][1])
 
+            # The names `use` binds in this file (`use crate::a::{self, b}` binds `a` and `b`;
+            # `use x as y` binds `y`), to their paths: a path written from such a name
+            # (`a::c::f()`) names a module of the crate too.
+            bindings = {}
+            i = 0
+            while i < len(toks):
+                prev = toks[i - 1][0] if i else ""
+                if toks[i][0] == "use" and i + 1 < len(toks) and toks[i + 1][0] != "<" and prev != "::":
+                    start = i
+                    paths, i = parse_use_tree(toks, i + 1)
+                    for segs in paths:
+                        segs = [x for x in segs if x != "*"]
+                        alias = segs[-1][2:] if segs and segs[-1].startswith("=>") else None
+                        segs = [x for x in segs if not x.startswith("=>")]
+                        if segs and segs[-1] == "self":
+                            segs = segs[:-1]
+                        name = alias or (segs[-1] if segs else "")
+                        if not is_ident(name) or name in ("crate", "$crate", "super", "self"):
+                            continue
+                        # Resolved where the `use` stands (a test module's `super` is not
+                        # the file's), to a module only when it names one as a whole.
+                        m = resolve(crate, mods[start], segs)
+                        if m is not None and len(m) > 0 and m[-1] == segs[-1]:
+                            bindings[name] = m
+                    continue
+                i += 1
+
             i = 0
             while i < len(toks):
                 t = toks[i][0]
@@ -307,15 +336,26 @@ def import_graph(root):
                     start = i
                     paths, i = parse_use_tree(toks, i + 1)
                     for segs in paths:
-                        add([s for s in segs if s != "*"], start)
+                        add([s for s in segs if s != "*" and not s.startswith("=>")], start)
                     continue
                 if is_ident(t) and prev not in ("::", ".") and i + 1 < len(toks) and toks[i + 1][0] == "::":
-                    if t in ("crate", "$crate", "super", "self") or (mods[i] + (t,)) in crate.modules:
+                    bound = t in bindings and t not in ("crate", "$crate", "super", "self")
+                    if bound or t in ("crate", "$crate", "super", "self") or (mods[i] + (t,)) in crate.modules:
                         segs, j = [t], i + 1
                         while j + 1 < len(toks) and toks[j][0] == "::" and is_ident(toks[j + 1][0]):
                             segs.append(toks[j + 1][0])
                             j += 2
-                        add(segs, i)
+                        if bound:
+                            target = bindings[t]
+                            for seg in segs[1:]:
+                                if target + (seg,) in crate.modules:
+                                    target = target + (seg,)
+                                else:
+                                    break
+                            if crate.modules[target] != path:
+                                out.setdefault(crate.modules[target], toks[i][1])
+                        else:
+                            add(segs, i)
                         i = j
                         continue
                 i += 1
