@@ -721,7 +721,7 @@ mod tests {
             "<configuration><event name=\"jdk.ExecutionSample\"><setting name=\"enabled\"><event name=\"jdk.NativeMethodSample\"></event></setting></event></configuration>",
             "<configuration><event name=\"jdk.ExecutionSample\"><setting name=\"enabled\"><setting name=\"x\">y</setting>true</setting></event></configuration>",
         ] {
-            let e = samplers_off(text).unwrap_err();
+            let e = samplers_off(text, &OFF).unwrap_err();
             assert!(e.contains("inside a setting"), "{text}: {e}");
         }
     }
