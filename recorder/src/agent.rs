@@ -275,11 +275,13 @@ fn install(vm: Vm, command: Command, live: bool) -> Result<(), String> {
     // Optional: without it, a JNI library loaded later is found by the writer's periodic check
     // only (its first samples may come before its unwind table).
     let _ = jvmti.add_capabilities(&[CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS]);
-    // Optional: with CompiledMethodLoad events on, HotSpot's compilers record debug information
-    // between safepoints too (`DebugNonSafepoints`, unless the command line sets it), which the
-    // Java walk's scopes need (see `hotspot::scopes::non_safepoints`). Only at load, before the
-    // first compilation: on attach the methods compiled before would lack it.
-    let non_safepoints = !live
+    // With CompiledMethodLoad events on, HotSpot's compilers would record debug information
+    // between safepoints too (as `-XX:+DebugNonSafepoints`). Not turned on: with it, a sample
+    // in a frameless math stub (`StubRoutines::dpow`) was seen written with a wrong compiled
+    // caller on JDK 21 and 25 (docs/agent.md, "JDKs 11 to 25"), a walk defect that must be
+    // fixed first. `NON_SAFEPOINTS_BY_EVENTS` turns it on for measurements.
+    let non_safepoints = NON_SAFEPOINTS_BY_EVENTS
+        && !live
         && jvmti
             .add_capabilities(&[CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS])
             .is_ok();
@@ -1006,6 +1008,11 @@ extern "system" fn on_class_prepare(
         }
     })
 }
+
+/// Whether the agent turns CompiledMethodLoad events on at load, so that HotSpot records debug
+/// information between safepoints (see `install`): off until the walk defect it exposed is
+/// fixed.
+const NON_SAFEPOINTS_BY_EVENTS: bool = false;
 
 /// `CompiledMethodLoad`'s signature (jvmti.h): method, code size and address, the address to
 /// location map and its length, the compile information.

@@ -984,6 +984,9 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         }
         let blob = self.layout.find_blob(next.pc)?;
         match blob.kind {
+            // A return address follows a call (a PcDesc alone no longer says so: there are
+            // PcDescs between safepoints too).
+            BlobKind::Nmethod if !stub_exit::follows_call(next.pc) => None,
             BlobKind::Nmethod => {
                 let method = read_ptr(blob.at.checked_add(self.layout.nm_method)?)?;
                 let mut scopes = [Scope::default(); MAX_SCOPES];

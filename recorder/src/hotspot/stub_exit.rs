@@ -345,6 +345,26 @@ fn rbp_write(i: &Instruction) -> RbpWrite {
     }
 }
 
+/// Whether the bytes right before `ret` are a call instruction (direct `call rel32`, or indirect
+/// through a register or memory, 2 to 7 bytes long) that returns there: what makes a code
+/// address a return address. With debug information between safepoints, many pcs of compiled
+/// code have a PcDesc, so having one no longer tells a return address from a stale word.
+/// Signal-safe: no allocation, fault-safe reads.
+pub fn follows_call(ret: u64) -> bool {
+    let mut window = Window::empty();
+    (2u64..=7).any(|len| {
+        ret.checked_sub(len)
+            .and_then(|at| window.decode(at))
+            .is_some_and(|i| {
+                i.next_ip() == ret
+                    && matches!(
+                        i.flow_control(),
+                        FlowControl::Call | FlowControl::IndirectCall
+                    )
+            })
+    })
+}
+
 /// Most bytes between a PcDesc and the leaf call it may stand for ([`straight_to_call`]): the
 /// guards and argument set-up of an arraycopy call are under 100 bytes.
 pub const MAX_STRAIGHT_BYTES: u64 = 128;
@@ -790,6 +810,20 @@ mod tests {
             straight_to_call(at + 8, at + long.len() as u64),
             "within the bound"
         );
+        drop(words);
+    }
+
+    #[test]
+    fn return_addresses_follow_a_call() {
+        // nop; call rel32; call r10; call [rip+0]; mov eax, 1; nop
+        let code = [
+            0x90, 0xe8, 0, 0, 0, 0, 0x41, 0xff, 0xd2, 0xff, 0x15, 0, 0, 0, 0, 0xb8, 1, 0, 0, 0,
+            0x90,
+        ];
+        let (words, at) = code_at(&code);
+        for (ret, is) in [(6, true), (9, true), (15, true), (20, false), (1, false), (3, false)] {
+            assert_eq!(follows_call(at + ret), is, "return address at {ret}");
+        }
         drop(words);
     }
 }

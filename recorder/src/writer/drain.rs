@@ -948,7 +948,7 @@ fn leaf_call_summary(text: &mut String) {
         text.push_str(&format!(
             "\n  debug information between safepoints (inlined scopes at any pc): {}",
             crate::hotspot::scopes::non_safepoints()
-                .unwrap_or("off (-XX:-DebugNonSafepoints, or attached after the JVM's start)")
+                .unwrap_or("off (give the JVM -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints)")
         ));
     }
     let leaf_calls: Vec<String> = crate::hotspot::scopes::LEAF_CALL_COUNTS
