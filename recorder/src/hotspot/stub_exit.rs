@@ -821,7 +821,14 @@ mod tests {
             0x90,
         ];
         let (words, at) = code_at(&code);
-        for (ret, is) in [(6, true), (9, true), (15, true), (20, false), (1, false), (3, false)] {
+        for (ret, is) in [
+            (6, true),
+            (9, true),
+            (15, true),
+            (20, false),
+            (1, false),
+            (3, false),
+        ] {
             assert_eq!(follows_call(at + ret), is, "return address at {ret}");
         }
         drop(words);

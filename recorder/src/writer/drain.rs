@@ -947,8 +947,9 @@ fn leaf_call_summary(text: &mut String) {
     if crate::hotspot::sample::USE_VM_WALK.load(Ordering::Acquire) {
         text.push_str(&format!(
             "\n  debug information between safepoints (inlined scopes at any pc): {}",
-            crate::hotspot::scopes::non_safepoints()
-                .unwrap_or("off (give the JVM -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints)")
+            crate::hotspot::scopes::non_safepoints().unwrap_or(
+                "off (give the JVM -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints)"
+            )
         ));
     }
     let leaf_calls: Vec<String> = crate::hotspot::scopes::LEAF_CALL_COUNTS
