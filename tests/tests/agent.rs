@@ -195,7 +195,14 @@ fn check_recording(jdk: &Jdk, file: &Path, stdout: &[u8], interval: &str) {
         jfrs_reading.samples, reading.samples,
         "{what}: jfrs and jfr print --json disagree"
     );
-    for other in matrix_jdks() {
+    // Every JDK's readers on one file per JDK (the 10 ms one): the 1 ms file has the same
+    // events, more of them, and the JDK's own reader checked it above.
+    let readers = if interval == "10ms" {
+        matrix_jdks()
+    } else {
+        vec![jdk.clone()]
+    };
+    for other in readers {
         let rf = recording_file(&other, file)
             .unwrap_or_else(|e| panic!("{what}: RecordingFile of {}: {e}", other.name()));
         assert_eq!(
