@@ -11,7 +11,7 @@ use crate::hotspot::agct;
 use crate::hotspot::threads::ThreadLayout;
 use crate::hotspot::{self, codecache};
 use crate::jvmti::sys::*;
-use crate::jvmti::{JMethodId, JObject, Jni, JniEnv, Jvmti, JvmtiEnvPtr, JvmtiEventCallbacks, Vm};
+use crate::jvmti::{JObject, Jni, JniEnv, Jvmti, JvmtiEnvPtr, JvmtiEventCallbacks, Vm};
 use crate::options::{self, Command, Options};
 use crate::os;
 use crate::sampling::record::EPOCH;
@@ -243,10 +243,6 @@ fn set_callbacks(jvmti: &Jvmti) -> Result<(), String> {
             NativeMethodBindFn,
             unsafe extern "system" fn(),
         >(on_native_method_bind));
-        callbacks.CompiledMethodLoad = Some(std::mem::transmute::<
-            CompiledMethodLoadFn,
-            unsafe extern "system" fn(),
-        >(on_compiled_method_load));
     }
     jvmti
         .set_event_callbacks(&callbacks)
@@ -275,16 +271,6 @@ fn install(vm: Vm, command: Command, live: bool) -> Result<(), String> {
     // Optional: without it, a JNI library loaded later is found by the writer's periodic check
     // only (its first samples may come before its unwind table).
     let _ = jvmti.add_capabilities(&[CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS]);
-    // With CompiledMethodLoad events on, HotSpot's compilers would record debug information
-    // between safepoints too (as `-XX:+DebugNonSafepoints`). Not turned on: with it, a sample
-    // in a frameless math stub (`StubRoutines::dpow`) was seen written with a wrong compiled
-    // caller on JDK 21 and 25 (docs/agent.md, "JDKs 11 to 25"), a walk defect that must be
-    // fixed first. `NON_SAFEPOINTS_BY_EVENTS` turns it on for measurements.
-    let non_safepoints = NON_SAFEPOINTS_BY_EVENTS
-        && !live
-        && jvmti
-            .add_capabilities(&[CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS])
-            .is_ok();
     let signal = match options.signal {
         Some(s) if !os::signal_is_free(s) => {
             return Err(format!(
@@ -317,14 +303,6 @@ fn install(vm: Vm, command: Command, live: bool) -> Result<(), String> {
             .jvmti
             .enable_event(event)
             .map_err(|e| format!("jfr-native: enabling event {event} failed ({e})"))?;
-    }
-    if non_safepoints
-        && agent
-            .jvmti
-            .enable_event(JVMTI_EVENT_COMPILED_METHOD_LOAD)
-            .is_ok()
-    {
-        hotspot::scopes::set_recorded_from_start();
     }
     if live {
         let _lifecycle = LIFECYCLE
@@ -1007,37 +985,6 @@ extern "system" fn on_class_prepare(
             let _ = agent.jvmti.class_methods(class);
         }
     })
-}
-
-/// Whether the agent turns CompiledMethodLoad events on at load, so that HotSpot records debug
-/// information between safepoints (see `install`): off until the walk defect it exposed is
-/// fixed.
-const NON_SAFEPOINTS_BY_EVENTS: bool = false;
-
-/// `CompiledMethodLoad`'s signature (jvmti.h): method, code size and address, the address to
-/// location map and its length, the compile information.
-type CompiledMethodLoadFn = extern "system" fn(
-    JvmtiEnvPtr,
-    JMethodId,
-    i32,
-    *const c_void,
-    i32,
-    *const c_void,
-    *const c_void,
-);
-
-/// A method was compiled: nothing to do. The event is on only so that HotSpot records debug
-/// information between safepoints ([`hotspot::scopes::set_recorded_from_start`]).
-extern "system" fn on_compiled_method_load(
-    _jvmti: JvmtiEnvPtr,
-    _method: JMethodId,
-    _code_size: i32,
-    _code: *const c_void,
-    _map_length: i32,
-    _map: *const c_void,
-    _compile_info: *const c_void,
-) {
-    ffi_guard("CompiledMethodLoad", (), || ());
 }
 
 /// A stub HotSpot generated: recorded by name for the Java walk ([`hotspot::stubs`]).
