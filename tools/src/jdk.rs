@@ -82,8 +82,13 @@ pub fn java_in_home_or_path(
 pub fn feature_release(home: &Path) -> Option<u32> {
     let release = std::fs::read_to_string(home.join("release")).ok()?;
     let line = release.lines().find(|l| l.starts_with("JAVA_VERSION="))?;
-    let version = line.trim_start_matches("JAVA_VERSION=").trim_matches('"');
-    let mut parts = version.split(['.', '_', '+', '-']);
+    feature_of(line.trim_start_matches("JAVA_VERSION=").trim_matches('"'))
+}
+
+/// The feature release of a version ("11", "17", "11.0.13", "21.0.8+9", "8.0_392", and
+/// "1.8" as 8).
+pub fn feature_of(version: &str) -> Option<u32> {
+    let mut parts = version.trim().split(['.', '_', '+', '-']);
     match parts.next()?.parse().ok()? {
         1 => parts.next()?.parse().ok(),
         major => Some(major),

@@ -382,22 +382,12 @@ fn unescape(s: &str) -> String {
     out
 }
 
-/// The feature release of a version ("11", "17", "11.0.13", "21.0.8+9", "8.0_392", and
-/// "1.8" as 8).
-pub fn feature_of(version: &str) -> Option<u32> {
-    let mut parts = version.trim().split(['.', '_', '+', '-']);
-    match parts.next()?.parse().ok()? {
-        1 => parts.next()?.parse().ok(),
-        major => Some(major),
-    }
-}
-
 /// The feature release of the JVM `pid` from its `VM.version` (the text `said`: its line `JDK
 /// 11.0.13`); the error says what it said instead.
 pub fn release_of(pid: u32, said: &str) -> Result<u32, String> {
     said.lines()
         .find_map(|l| l.trim().strip_prefix("JDK "))
-        .and_then(feature_of)
+        .and_then(crate::jdk::feature_of)
         .ok_or_else(|| {
             let shown: String = said.trim().chars().take(200).collect();
             format!("JVM {pid} did not name its JDK release in VM.version: {shown:?}")
@@ -671,8 +661,8 @@ mod tests {
         assert_eq!(home_of(7, properties), Ok(PathBuf::from("/opt/my:jdk 11")));
         let e = home_of(7, "java.home=relative\n").unwrap_err();
         assert!(e.contains("java.home"), "{e}");
-        assert_eq!(feature_of("1.8"), Some(8));
-        assert_eq!(feature_of("x"), None);
+        assert_eq!(crate::jdk::feature_of("1.8"), Some(8));
+        assert_eq!(crate::jdk::feature_of("x"), None);
         assert_eq!(property("a\\u0041=\\u00e9", "aA").as_deref(), Some("é"));
     }
 
