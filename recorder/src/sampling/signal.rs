@@ -98,9 +98,16 @@ pub(crate) extern "C" fn on_sample(_signal: i32, info: *mut libc::siginfo_t, uc:
     let _in_handler = InHandler::enter();
     // 1. Source check: one of the agent's own signals, for this thread, while recording.
     // SAFETY: `info` is the kernel's siginfo for this SA_SIGINFO handler.
-    let Some((slot, source)) = (unsafe { source::of(info) }) else {
-        stats::inc(&STATS.foreign_signals);
-        return;
+    let (slot, source) = match unsafe { source::of(info) } {
+        source::Origin::Agent(slot, source) => (slot, source),
+        source::Origin::Stale => {
+            stats::inc(&STATS.stale_signals);
+            return;
+        }
+        source::Origin::Foreign => {
+            stats::inc(&STATS.foreign_signals);
+            return;
+        }
     };
     // Counted before the slot's counter is checked below: closing the counter waits for it.
     let _slot_handler = slot.enter_handler();

@@ -44,20 +44,48 @@ pub enum Source {
 /// the value names a slot in the table, and the timer id is that slot's timer) or a perf
 /// counter's (`si_code` `POLL_HUP`/`POLL_IN`, which no other process can send, and a
 /// descriptor the agent bound to a slot; the slot must still name it, see [`weigh`]).
-/// Anything else (a signal queued from outside, a stale timer) is `None`; the caller counts it.
+/// A perf counter's signal for a descriptor no longer bound (a counter closed at thread exit
+/// while its signal was pending) is [`Origin::Stale`]; anything else (a signal queued from
+/// outside, a timer the agent does not know) is [`Origin::Foreign`]. The caller counts both.
 ///
 /// # Safety
 /// `info` must be the kernel's siginfo of an `SA_SIGINFO` handler.
-pub unsafe fn of(info: *const libc::siginfo_t) -> Option<(&'static Slot, Source)> {
+pub unsafe fn of(info: *const libc::siginfo_t) -> Origin {
     // SAFETY: the caller passes the kernel's siginfo; si_code is always valid.
     let code = unsafe { (*info).si_code };
     if code == perf::SI_CODE_LIMIT || code == perf::SI_CODE_WAKEUP {
+        // Positive codes cannot come from another process (the kernel refuses them in
+        // rt_sigqueueinfo): this is a counter's signal, the agent's own or a stale one.
         // SAFETY: for a file descriptor's signal (F_SETSIG) the kernel filled si_fd.
         let fd = unsafe { (*info).si_fd() };
-        let slot = slot_at(perf::slot_of_fd(fd)?)?;
+        let Some(slot) = perf::slot_of_fd(fd).and_then(slot_at) else {
+            return Origin::Stale;
+        };
         let limit = code == perf::SI_CODE_LIMIT;
-        return Some((slot, Source::Perf { fd, limit }));
+        return Origin::Agent(slot, Source::Perf { fd, limit });
     }
+    // SAFETY: as above.
+    match unsafe { timer_of(info, code) } {
+        Some((slot, source)) => Origin::Agent(slot, source),
+        None => Origin::Foreign,
+    }
+}
+
+/// Whose a signal is.
+pub enum Origin {
+    /// One of the agent's own, for this slot.
+    Agent(&'static Slot, Source),
+    /// A perf counter's signal whose descriptor is no longer bound to a slot.
+    Stale,
+    /// Not the agent's: queued from outside, or a timer it does not know.
+    Foreign,
+}
+
+/// The slot of a CPU timer's signal (`SI_TIMER`), if the value and timer id name one.
+///
+/// # Safety
+/// `info` must be the kernel's siginfo of an `SA_SIGINFO` handler, `code` its `si_code`.
+unsafe fn timer_of(info: *const libc::siginfo_t, code: i32) -> Option<(&'static Slot, Source)> {
     if code != libc::SI_TIMER {
         return None;
     }
