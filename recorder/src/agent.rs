@@ -67,17 +67,29 @@ fn timestamp() -> String {
     jfr_writer::utc_timestamp(os::realtime_ns() / 1_000_000_000)
 }
 
+/// Who loads the agent or gives it a command.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Origin {
+    /// `-agentpath:` at the JVM's start (`Agent_OnLoad`).
+    Startup,
+    /// A runtime attach (`Agent_OnAttach`), on the JVM's attach listener thread, which is not
+    /// sampled.
+    Attach,
+    /// The Java API (`crate::java_api`), on the caller's Java thread, which is sampled too.
+    JavaApi,
+}
+
 /// Agent_OnLoad / Agent_OnAttach: everything that can fail with a message for the user. The
 /// first load installs the agent; later loads (attach) take the command `stop`, or the options
 /// of a new recording once the previous one has stopped. A failure is also written to the
 /// `status` file, if the options name one, for a tool that cannot see the JVM's stderr.
-pub fn load(vm: Vm, option_text: &str, live: bool) -> Result<(), String> {
+pub fn load(vm: Vm, option_text: &str, origin: Origin) -> Result<(), String> {
     let (pid, ts) = (std::process::id(), timestamp());
     let result = options::parse_command(option_text, pid, &ts)
         .map_err(|e| e.to_string())
         .and_then(|command| match AGENT.get() {
-            None => install(vm, command, live),
-            Some(agent) => command_loaded(agent, command),
+            None => install(vm, command, origin),
+            Some(agent) => command_loaded(agent, command, origin),
         });
     if let (Err(message), Some(path)) = (&result, options::status_path(option_text, pid, &ts)) {
         status::write(&path, State::Failed, &status::Counts::default(), message);
@@ -161,7 +173,7 @@ fn check_java_version(jvmti: &Jvmti) -> Result<(), String> {
 }
 
 /// A load while the agent is installed: stop the recording, or start a new one.
-fn command_loaded(agent: &'static Agent, command: Command) -> Result<(), String> {
+fn command_loaded(agent: &'static Agent, command: Command, origin: Origin) -> Result<(), String> {
     let _lifecycle = LIFECYCLE
         .lock()
         .map_err(|_| "jfr-native: agent state lost")?;
@@ -189,8 +201,49 @@ fn command_loaded(agent: &'static Agent, command: Command) -> Result<(), String>
             set_callbacks(&agent.jvmti)?;
             set_options(agent, Some(options));
             start(agent, None)?;
-            arm_existing_threads(agent);
+            arm_existing_threads(agent, origin == Origin::JavaApi);
             Ok(())
+        }
+    }
+}
+
+/// Whether a recording runs (the Java API's `isRunning`).
+pub fn is_running() -> bool {
+    AGENT.get().and_then(current_options).is_some()
+}
+
+/// The running recording's output (`file=`), if one runs.
+pub fn running_file() -> Option<String> {
+    AGENT.get().and_then(current_options).map(|o| o.file)
+}
+
+/// How long a dump may wait for the writer: a turn, a chunk and the copy.
+const DUMP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Copies the recording so far into a new file at `path` (the Java API's `dump`); the
+/// recording goes on. Returns the bytes written.
+pub fn dump(path: &std::path::Path) -> Result<u64, String> {
+    let agent = AGENT
+        .get()
+        .filter(|a| current_options(a).is_some())
+        .ok_or("jfr-native: dump: no recording is running")?;
+    let answer = crate::writer::dump::request(path)?;
+    if let Some(writer) = agent
+        .drain
+        .lock()
+        .ok()
+        .and_then(|d| d.as_ref().map(|h| h.thread().clone()))
+    {
+        writer.unpark();
+    }
+    match answer.recv_timeout(DUMP_TIMEOUT) {
+        Ok(result) => result,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(format!(
+            "jfr-native: dump: the writer did not answer within {} s",
+            DUMP_TIMEOUT.as_secs()
+        )),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Err("jfr-native: dump: the recording stopped before the dump".into())
         }
     }
 }
@@ -250,7 +303,8 @@ fn set_callbacks(jvmti: &Jvmti) -> Result<(), String> {
 }
 
 /// The first load: options, JVMTI, signal handler, events; on attach also the recording.
-fn install(vm: Vm, command: Command, live: bool) -> Result<(), String> {
+fn install(vm: Vm, command: Command, origin: Origin) -> Result<(), String> {
+    let live = origin != Origin::Startup;
     let Command::Start(options) = command else {
         return Err("jfr-native: stop: no recording is running".into());
     };
@@ -316,7 +370,7 @@ fn install(vm: Vm, command: Command, live: bool) -> Result<(), String> {
                 .set_event_callbacks(&JvmtiEventCallbacks::default());
             return Err(e);
         }
-        arm_existing_threads(agent);
+        arm_existing_threads(agent, origin == Origin::JavaApi);
     }
     Ok(())
 }
@@ -349,7 +403,7 @@ fn kernel_name(java_name: &str) -> String {
 /// measured on the calling thread; the tid and the stack come from the JavaThread through the
 /// offsets HotSpot describes ([`crate::hotspot`]). Without those, a thread is matched by its
 /// kernel name if that is unique, and sampled with its leaf pc only (stack unknown).
-fn arm_existing_threads(agent: &'static Agent) {
+fn arm_existing_threads(agent: &'static Agent, arm_caller: bool) {
     let Some(env) = agent.vm.jni_env() else {
         return;
     };
@@ -393,7 +447,7 @@ fn arm_existing_threads(agent: &'static Agent) {
                 }
             },
         };
-        if tid == own_tid || tid == DRAIN_TID.load(Ordering::Acquire) {
+        if (tid == own_tid && !arm_caller) || tid == DRAIN_TID.load(Ordering::Acquire) {
             continue;
         }
         let thread_env = eetop.wrapping_add(env_offset) as JniEnv;
@@ -692,7 +746,8 @@ fn run_drain(
         if let Some(v) = hotspot::vm_structs() {
             hotspot::continuation::retry(v);
         }
-        if let Err(e) = cpu.time(Part::Chunks, || drain.maybe_rotate()) {
+        let chunks = || drain.serve_dumps().and_then(|()| drain.maybe_rotate());
+        if let Err(e) = cpu.time(Part::Chunks, chunks) {
             let message = format!("jfr-native: writing {file} failed, recording stops: {e}");
             eprintln!("{message}");
             RECORDING.store(false, Ordering::Release);
@@ -700,6 +755,9 @@ fn run_drain(
             break;
         }
         cpu.time(Part::Chunks, || drain.maybe_write_status());
+    }
+    for request in crate::writer::dump::take_pending() {
+        crate::writer::dump::refuse(request);
     }
     let (mut summary, result) = cpu.time(Part::Chunks, || drain.finish());
     summary.writer_cpu = cpu;
@@ -938,7 +996,7 @@ extern "system" fn on_vm_init(_jvmti: JvmtiEnvPtr, env: JniEnv, thread: JObject)
             } else if current_options(agent).is_some_and(|o| o.threads == options::Threads::All) {
                 // The Java threads started before VMInit get no ThreadStart: armed as Java
                 // threads here, before the scan would take them for the JVM's own.
-                arm_existing_threads(agent);
+                arm_existing_threads(agent, false);
             }
         }
     })

@@ -36,6 +36,7 @@
 mod agent;
 pub mod fault;
 pub mod hotspot;
+pub mod java_api;
 pub(crate) mod jvmti;
 pub mod options;
 pub mod os;
@@ -61,9 +62,9 @@ fn options_text(options: *const c_char) -> String {
         .into_owned()
 }
 
-fn load(vm: *mut c_void, options: *const c_char, live: bool) -> i32 {
+fn load(vm: *mut c_void, options: *const c_char, origin: agent::Origin) -> i32 {
     ffi_guard("Agent_OnLoad", -1, || {
-        match agent::load(jvmti::Vm(vm.cast()), &options_text(options), live) {
+        match agent::load(jvmti::Vm(vm.cast()), &options_text(options), origin) {
             Ok(()) => 0,
             Err(message) => {
                 eprintln!("{message}");
@@ -83,7 +84,7 @@ pub unsafe extern "system" fn Agent_OnLoad(
     options: *const c_char,
     _reserved: *mut c_void,
 ) -> i32 {
-    load(vm, options, false)
+    load(vm, options, agent::Origin::Startup)
 }
 
 /// Called by the JVM for `jcmd PID JVMTI.agent_load libjfrnative.so OPTIONS`.
@@ -96,7 +97,7 @@ pub unsafe extern "system" fn Agent_OnAttach(
     options: *const c_char,
     _reserved: *mut c_void,
 ) -> i32 {
-    load(vm, options, true)
+    load(vm, options, agent::Origin::Attach)
 }
 
 /// Called when the JVM unloads the agent; the file was finished at VMDeath.

@@ -1,6 +1,7 @@
 //! A small safe wrapper over the JVMTI and JNI calls the agent makes. The raw table layouts are
 //! generated (`sys.rs`); each function used here gets its C signature by hand, next to the call.
 
+mod jni_text;
 pub mod sys;
 
 use std::ffi::{c_char, c_void, CStr};

@@ -622,10 +622,30 @@ impl Drain {
         let large =
             policy.size_bytes > 0 && self.rec.chunk_event_bytes() as u64 >= policy.size_bytes;
         if old || large {
-            self.finish_chunk_descriptions();
-            self.rec.rotate(ticks_at(self.origin_us, now_ns))?;
-            self.chunk_start_ns = now_ns;
-            self.start_chunk(false);
+            self.rotate_at(now_ns)?;
+        }
+        Ok(())
+    }
+
+    fn rotate_at(&mut self, now_ns: i64) -> jfr_writer::Result<()> {
+        self.finish_chunk_descriptions();
+        self.rec.rotate(ticks_at(self.origin_us, now_ns))?;
+        self.chunk_start_ns = now_ns;
+        self.start_chunk(false);
+        Ok(())
+    }
+
+    /// Serves the pending dump requests ([`crate::writer::dump`]): the samples drained so far
+    /// go into a finished chunk, then the finished chunks into each request's file.
+    pub fn serve_dumps(&mut self) -> jfr_writer::Result<()> {
+        let requests = crate::writer::dump::take_pending();
+        if requests.is_empty() {
+            return Ok(());
+        }
+        self.drain_all();
+        self.rotate_at(os::monotonic_ns())?;
+        for request in requests {
+            crate::writer::dump::serve(request, self.rec.output());
         }
         Ok(())
     }

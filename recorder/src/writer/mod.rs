@@ -13,6 +13,7 @@
 
 pub(crate) mod cpu;
 pub(crate) mod drain;
+pub(crate) mod dump;
 pub(crate) mod jvm_code_events;
 pub(crate) mod kept_libraries;
 pub(crate) mod library_events;
