@@ -881,7 +881,10 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
 
     /// The sender of a stub without a frame size that made an rbp frame (`enter()`), after
     /// which some (the nmethod entry barrier) leave one more word: the return address is at
-    /// rbp+8 or rbp+16, and exactly one must be a call site.
+    /// rbp+8 or rbp+16, and exactly one must be a call site. The one at rbp+16 is taken only
+    /// in an nmethod (whose entry the barrier guards): a stub called by the interpreter's
+    /// math entry (`Math.sin` in an interpreted method) has the entry's return address at
+    /// rbp+8 and the interpreted caller's at rbp+16, both in the interpreter with its frame.
     fn rbp_sender(&self, at: At) -> Option<At> {
         if at.fp <= at.sp || at.fp % 8 != 0 {
             return None;
@@ -893,6 +896,14 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             let Some(pc) = self.stack.read_u64(sender_sp.checked_sub(8)?) else {
                 continue;
             };
+            if above == 24
+                && !self
+                    .layout
+                    .find_blob(pc)
+                    .is_some_and(|b| b.kind == BlobKind::Nmethod)
+            {
+                continue;
+            }
             let next = At {
                 pc,
                 sp: sender_sp,
