@@ -314,7 +314,7 @@ fn install(vm: Vm, command: Command, origin: Origin) -> Result<(), String> {
         "jfr-native: JVMTI 1.2 is not available"
     })?;
     // Before anything else is touched (the output file included).
-    if let Err(refusal) = check_java_version(&jvmti) {
+    if let Err(refusal) = check_java_version(&jvmti).and_then(|()| crate::single_copy::check()) {
         jvmti.dispose();
         return Err(refusal);
     }

@@ -42,6 +42,7 @@ pub mod options;
 pub mod os;
 pub mod process_threads;
 pub mod sampling;
+mod single_copy;
 #[cfg(test)]
 mod test_lib;
 pub mod unwind;
