@@ -9,6 +9,8 @@
 #   bash tools/scripts/maven.sh compare    also the comparison with async-profiler's Java API
 #                                          (tools.profiler:async-profiler 4.5): lines a user writes,
 #                                          start+stop cost (RUNS pairs, default 50)
+#   JFRNATIVE_LIB=... [JFRNATIVE_SYMBOLIZER=...] [JFRNATIVE_BUILD=...] bash tools/scripts/maven.sh
+#                                          the same, the natives chosen as below
 #   bash tools/scripts/maven.sh natives DIR
 #                                          what the artifact's build calls (tools/java/pom.xml,
 #                                          generate-resources): the natives into DIR/linux-<arch>/
@@ -49,7 +51,15 @@ put() {
 }
 
 natives() {
-    local out=$1 build=${JFRNATIVE_BUILD:-auto}
+    local out=$1 build=${JFRNATIVE_BUILD:-auto} name
+    # Without the variables Cargo sets for a test about its package (when a cargo test runs this):
+    # ring's build script reruns when they change, and a build then rebuilds the tools.
+    for name in $(compgen -e); do
+        case "$name" in
+            CARGO_MANIFEST_*|CARGO_CRATE_NAME|CARGO_BIN_NAME|CARGO_PRIMARY_PACKAGE|CARGO_TARGET_TMPDIR|CARGO_PKG_*|CARGO_BIN_EXE_*)
+                unset "$name" ;;
+        esac
+    done
     [ -n "$build" ] || build=auto
     rm -rf "$out"
     if [ -n "${JFRNATIVE_LIB:-}" ]; then
@@ -74,7 +84,9 @@ natives() {
             [ "$found" = 1 ] || { echo "maven.sh: build-portable.sh left no $target/portable/linux-*/libjfrnative.so" >&2; exit 1; }
             ;;
         release)
-            cargo build --release --quiet -p recorder -p tools --bin jfr-symbolize
+            # As the tests build (tests/src/workload.rs): the same packages and targets, so that
+            # feature unification does not rebuild the agent each time one alternates with the other.
+            cargo build --release --quiet -p recorder -p tools --lib --bins
             put "$target/release/libjfrnative.so" "$out/$platform/libjfrnative.so"
             put "$target/release/jfr-symbolize" "$out/$platform/jfr-symbolize"
             ;;
@@ -103,7 +115,8 @@ mkdir -p "$out"
 # The artifact, into ~/.m2 (online the first time: the plugins; then from the local repository).
 seconds() { local ms=$(( ($(date +%s%N) - $1) / 1000000 )); printf '%d.%03d' $((ms / 1000)) $((ms % 1000)); }
 start=$(date +%s%N)
-mvn "${mvn_flags[@]}" install
+mvn "${mvn_flags[@]}" install -Djfrnative.build="${JFRNATIVE_BUILD:-auto}" \
+    -Djfrnative.lib="${JFRNATIVE_LIB:-}" -Djfrnative.symbolizer="${JFRNATIVE_SYMBOLIZER:-}"
 echo "maven.sh: mvn install: $(seconds "$start") s"
 
 # The test project, offline: everything it needs is in ~/.m2 after the artifact's install and
@@ -116,7 +129,7 @@ mvn "${mvn_flags[@]}" -o -f "$project/pom.xml" verify \
     -Djfrnative.out="$out" -Djfrnative.compare="${1:-}" -Dcompare.runs="${RUNS:-50}" \
     >"$out/mvn.txt" 2>&1 || status=$?
 echo "maven.sh: mvn verify ($project): $(seconds "$start") s, exit $status"
-cp -r "$project/target/surefire-reports" "$out/" 2>/dev/null || true
+cp -r "$root/target/maven/maven-api/surefire-reports" "$out/" 2>/dev/null || true
 if [ "$status" != 0 ]; then
     tail -n 80 "$out/mvn.txt" >&2
     exit "$status"

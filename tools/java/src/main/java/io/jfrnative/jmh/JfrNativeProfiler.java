@@ -22,6 +22,7 @@ import org.openjdk.jmh.infra.BenchmarkParams;
 import org.openjdk.jmh.profile.ExternalProfiler;
 import org.openjdk.jmh.profile.ProfilerException;
 import org.openjdk.jmh.results.BenchmarkResult;
+import org.openjdk.jmh.results.BenchmarkResultMetaData;
 import org.openjdk.jmh.results.Result;
 import org.openjdk.jmh.results.TextResult;
 
@@ -37,7 +38,8 @@ import org.openjdk.jmh.results.TextResult;
  * <p>Options, {@code ;}-separated after the class name ({@code -prof NAME:help} lists them):
  * {@code interval} (sampling interval of a thread's CPU time, 100us to 10s; default 10ms),
  * {@code dir} (where to write; default the working directory), {@code threads} ({@code java} or
- * {@code all}), {@code top} (rows of each table in JMH's output; default 5), {@code agent} (more
+ * {@code all}), {@code top} (rows of each table in JMH's output; default 5), {@code warmup} ({@code
+ * true}: the flame graph and report count the warmup iterations too), {@code agent} (more
  * agent options, comma-separated, e.g. {@code agent=cstack=fp,engine=timer}) and {@code
  * symbolizer} (the {@code jfr-symbolize} to run).
  *
@@ -61,6 +63,7 @@ public final class JfrNativeProfiler implements ExternalProfiler {
         OPTIONS.put("threads", "java (the Java threads, default) or all (also the JVM's and native threads)");
         OPTIONS.put("top", "rows of each table in JMH's output (default 5)");
         OPTIONS.put("agent", "more agent options, comma-separated (docs/agent.md), e.g. agent=cstack=fp,engine=timer");
+        OPTIONS.put("warmup", "true: the flame graph and the report count the warmup iterations too (default false: the measurement only)");
         OPTIONS.put("symbolizer", "the jfr-symbolize to run (default: the one in this jar, else PATH's)");
         OPTIONS.put("help", "this list");
     }
@@ -71,6 +74,7 @@ public final class JfrNativeProfiler implements ExternalProfiler {
     private final int top;
     private final String agentOptions;
     private final String symbolizerOption;
+    private final boolean warmup;
 
     private final Map<String, Integer> forks = new HashMap<>();
     private Path library;
@@ -88,6 +92,7 @@ public final class JfrNativeProfiler implements ExternalProfiler {
         threads = given.getOrDefault("threads", "java");
         agentOptions = given.getOrDefault("agent", "");
         symbolizerOption = given.get("symbolizer");
+        warmup = Boolean.parseBoolean(given.getOrDefault("warmup", "false"));
         try {
             top = Integer.parseInt(given.getOrDefault("top", "5"));
         } catch (NumberFormatException e) {
@@ -172,7 +177,7 @@ public final class JfrNativeProfiler implements ExternalProfiler {
         Path recording = current;
         String text;
         try {
-            text = symbolize(recording);
+            text = symbolize(recording, warmup ? 0 : measurementDelayMs(br));
         } catch (IOException | RuntimeException e) {
             text = "jfr-native: " + recording + " not symbolized: " + e.getMessage();
         } catch (InterruptedException e) {
@@ -197,8 +202,20 @@ public final class JfrNativeProfiler implements ExternalProfiler {
         return "jfr-native: CPU samples with native and Java frames per fork; a flame graph, report and symbolized JFR per benchmark";
     }
 
-    /** Runs jfr-symbolize three times (symbolized JFR, flame graph, report); returns the summary. */
-    private String symbolize(Path recording) throws IOException, InterruptedException {
+    /**
+     * Milliseconds from the fork's start to its first measurement iteration (JMH's metadata), which
+     * the recording's start follows closely: the agent starts with the fork's JVM.
+     */
+    private static long measurementDelayMs(BenchmarkResult br) {
+        BenchmarkResultMetaData md = br.getMetadata();
+        return md == null ? 0 : Math.max(0, md.getMeasurementTime() - md.getStartTime());
+    }
+
+    /**
+     * Runs jfr-symbolize three times: the symbolized JFR (all of the recording), the flame graph
+     * and the report (from {@code fromMs} on); returns the summary for JMH's output.
+     */
+    private String symbolize(Path recording, long fromMs) throws IOException, InterruptedException {
         if (!Files.isRegularFile(recording)) {
             return "jfr-native: the fork left no recording " + recording + " (see its stderr)";
         }
@@ -206,9 +223,11 @@ public final class JfrNativeProfiler implements ExternalProfiler {
         String symbolizer = symbolizer();
         Path report = Paths.get(base + ".txt");
         run(symbolizer, "-q", recording.toString(), "-o", base + ".symbolized.jfr");
-        run(symbolizer, "-q", recording.toString(), "-o", base + ".html");
-        run(symbolizer, "-q", "--top", "50", recording.toString(), "-o", report.toString());
-        return summary(Files.readAllLines(report, StandardCharsets.UTF_8), base + ".html");
+        String from = String.format(Locale.ROOT, "%.3f", fromMs / 1000.0);
+        run(symbolizer, "-q", "--from", from, recording.toString(), "-o", base + ".html");
+        run(symbolizer, "-q", "--from", from, "--top", "50", recording.toString(), "-o", report.toString());
+        String scope = fromMs == 0 ? "" : " (from " + from + " s: the measurement iterations)";
+        return summary(Files.readAllLines(report, StandardCharsets.UTF_8), scope, base + ".html");
     }
 
     private static void run(String... command) throws IOException, InterruptedException {
@@ -225,11 +244,11 @@ public final class JfrNativeProfiler implements ExternalProfiler {
     }
 
     /** The report's sample count and its two top tables, {@code top} rows each. */
-    String summary(List<String> report, String flameGraph) {
+    String summary(List<String> report, String scope, String flameGraph) {
         StringBuilder s = new StringBuilder();
         for (String line : report) {
             if (line.startsWith("CPU samples:")) {
-                s.append("jfr-native ").append(line).append('\n');
+                s.append("jfr-native ").append(line).append(scope).append('\n');
                 break;
             }
         }
