@@ -3,11 +3,19 @@ package io.jfrnative.it;
 import io.jfrnative.JfrNative;
 import java.nio.file.Paths;
 
-/** Run by JfrNativeApiTest.usesTheAgentAlreadyInTheJvm in a JVM started with -agentpath:. */
+/**
+ * Run by JfrNativeApiTest in a JVM that has the agent already: started with -agentpath:, or
+ * (with a second argument {@code wait}) attached by jcmd while this waits for a line on stdin.
+ */
 public final class AgentPresentMain {
     private AgentPresentMain() {}
 
     public static void main(String[] args) throws Exception {
+        if (args.length > 1 && args[1].equals("wait")) {
+            System.out.println("ready");
+            System.out.flush();
+            new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+        }
         JfrNative agent = JfrNative.get();
         System.out.println("origin=" + agent.libraryPath());
         System.out.println("version=" + agent.version());

@@ -173,4 +173,41 @@ class JfrNativeApiTest {
         Files2.run(Files2.jdkTool("jfr"), "summary", dir.resolve("dump.jfr").toString());
         assertNotEquals(0, Files.size(jfr));
     }
+
+    /** The agent attached at run time (jcmd JVMTI.agent_load): found as the -agentpath: one. */
+    @Test
+    void usesAnAttachedAgent() throws Exception {
+        Path dir = Files2.outDir("junit/attach");
+        Path lib = Bundled.unpack(Bundled.LIBRARY, true);
+        Path jfr = dir.resolve("attached.jfr");
+        Path log = dir.resolve("jvm.txt");
+        Process p = new ProcessBuilder(Files2.jdkTool("java"),
+                "-Dworkload.library=" + System.getProperty("workload.library"),
+                "-cp", System.getProperty("java.class.path"),
+                AgentPresentMain.class.getName(), dir.toString(), "wait")
+                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
+            while (!Files.readString(log).contains("ready\n")) {
+                assertTrue(p.isAlive() && System.nanoTime() < deadline, Files.readString(log));
+                Thread.sleep(50);
+            }
+            String jcmd = Files2.run(Files2.jdkTool("jcmd"), Long.toString(p.pid()), "JVMTI.agent_load",
+                    lib.toString(), "\"file=" + jfr + ",interval=1ms\"");
+            assertTrue(jcmd.contains("return code: 0"), jcmd);
+            p.getOutputStream().write('\n');
+            p.getOutputStream().close();
+            assertTrue(p.waitFor(2, TimeUnit.MINUTES), "the attached JVM did not exit");
+        } finally {
+            p.destroyForcibly();
+        }
+        String out = Files.readString(log);
+        System.out.println(out);
+        assertEquals(0, p.exitValue(), out);
+        assertTrue(out.contains("origin=agent already loaded\n"), out);
+        assertTrue(out.contains("mappings=[" + lib + "]\n"), out);
+        assertTrue(out.contains("file=" + jfr + "\n"), out);
+        assertTrue(out.contains("running after stop=false\n"), out);
+        Files2.run(Files2.jdkTool("jfr"), "summary", jfr.toString());
+    }
 }
