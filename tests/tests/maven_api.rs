@@ -5,19 +5,20 @@
 //! `JmhProfilerTest`); this test checks that they ran and passed, and what they left:
 //! - the JNI workload's recording names `jfrnative_api_spin` above its Java caller
 //!   (`Workload.spin`) in the collapsed stacks;
-//! - a JVM started with `-agentpath:` used that agent (one `libjfrnative` mapping);
+//! - a JVM started with `-agentpath:` used that agent (one `libjfrnative` mapping), and so did
+//!   one whose agent `jcmd JVMTI.agent_load` attached;
 //! - JMH's own output names `jfrnative_jmh_hash` as the benchmark's top native function, and
 //!   the flame graph the profiler left names it too.
 //!
-//! Skipped (with a note) where `mvn` is not installed, unless CI or `JFRNATIVE_REQUIRE_JDKS`
-//! require it. About 2 minutes here with the release build done (the `mvn install` step
-//! rebuilds nothing then).
+//! The jar is built from the workspace's release build (`JFRNATIVE_LIB`, `JFRNATIVE_SYMBOLIZER`),
+//! not the portable one. Skipped (with a note) where `mvn` is not installed, unless CI or
+//! `JFRNATIVE_REQUIRE_JDKS` require it. About 35 s here once the release build is done.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use tests::jdk::jdks_required;
-use tests::workload::repo;
+use tests::workload::{agent_library, repo, tool_binary};
 
 fn mvn_installed() -> bool {
     std::env::var_os("PATH")
@@ -60,9 +61,14 @@ fn maven_artifact_api_and_jmh_profiler() {
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from);
     let out = target.join("maven-api-test");
+    // The jar carries this workspace's release build, the one every other test runs (built once
+    // per test process), not the portable build `mvn install` makes by default: that is a second
+    // build of the whole workspace, and what is tested here is the Java side.
     let run = Command::new("bash")
         .arg(repo().join("tools/scripts/maven.sh"))
         .env("OUT", &out)
+        .env("JFRNATIVE_LIB", agent_library())
+        .env("JFRNATIVE_SYMBOLIZER", tool_binary("jfr-symbolize"))
         .output()
         .expect("running tools/scripts/maven.sh");
     let stdout = String::from_utf8_lossy(&run.stdout);
@@ -74,7 +80,7 @@ fn maven_artifact_api_and_jmh_profiler() {
     );
 
     // Every test of the API and the profiler ran and passed (the comparison is not asked for).
-    for (class, least) in [("JfrNativeApiTest", 6), ("JmhProfilerTest", 2)] {
+    for (class, least) in [("JfrNativeApiTest", 7), ("JmhProfilerTest", 2)] {
         let (tests, failed, skipped) = surefire_counts(&out, class);
         assert!(
             tests >= least && failed == 0 && skipped == 0,
@@ -94,14 +100,16 @@ fn maven_artifact_api_and_jmh_profiler() {
         "no stack with jfrnative_api_spin above Workload.spin:\n{collapsed}"
     );
 
-    // The -agentpath: JVM: the API used that agent, one mapping.
-    let jvm = read(&out.join("junit/agentpath/jvm.txt"));
-    assert!(jvm.contains("origin=agent already loaded\n"), "{jvm}");
-    let mappings = jvm
-        .lines()
-        .find_map(|l| l.strip_prefix("mappings=["))
-        .expect("a mappings line");
-    assert_eq!(mappings.matches("libjfrnative").count(), 1, "{jvm}");
+    // The -agentpath: JVM and the attached one: the API used that agent, one mapping.
+    for case in ["agentpath", "attach"] {
+        let jvm = read(&out.join(format!("junit/{case}/jvm.txt")));
+        assert!(jvm.contains("origin=agent already loaded\n"), "{jvm}");
+        let mappings = jvm
+            .lines()
+            .find_map(|l| l.strip_prefix("mappings=["))
+            .expect("a mappings line");
+        assert_eq!(mappings.matches("libjfrnative").count(), 1, "{jvm}");
+    }
 
     // JMH: its output's secondary result, and the profiler's files.
     let jmh = read(&out.join("jmh/jmh.txt"));
