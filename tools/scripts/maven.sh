@@ -31,6 +31,8 @@ root=$PWD
 target=${CARGO_TARGET_DIR:-$root/target}
 
 mvn_flags=(-B -q -Dstyle.color=never)
+# MAVEN_REPO_LOCAL: another local repository than ~/.m2/repository (a fresh machine's first run).
+[ -z "${MAVEN_REPO_LOCAL:-}" ] || mvn_flags+=("-Dmaven.repo.local=$MAVEN_REPO_LOCAL")
 
 case "$(uname -m)" in
     x86_64) platform=linux-x86_64 ;;
@@ -125,7 +127,17 @@ echo "maven.sh: mvn install: $(seconds "$start") s"
 project=testdata/maven-api
 start=$(date +%s%N)
 status=0
-mvn "${mvn_flags[@]}" -o -f "$project/pom.xml" verify \
+# Offline (-o) once the local repository has what the project needs; the first run on a machine
+# fetches it (test-scope dependencies and surefire's JUnit provider, which no goal prefetches).
+m2=${MAVEN_REPO_LOCAL:-$HOME/.m2/repository}
+offline=(-o)
+for need in org/junit/jupiter/junit-jupiter-engine/5.14.1 org/openjdk/jmh/jmh-generator-annprocess/1.37 \
+    org/apache/maven/surefire/surefire-junit-platform/3.5.4 tools/profiler/async-profiler/4.5 \
+    org/codehaus/mojo/exec-maven-plugin/3.6.3; do
+    [ -d "$m2/$need" ] || offline=()
+done
+echo "maven.sh: $project: ${offline[*]:-online (first run: fetching its plugins and dependencies)}"
+mvn "${mvn_flags[@]}" "${offline[@]}" -f "$project/pom.xml" verify \
     -Djfrnative.out="$out" -Djfrnative.compare="${1:-}" -Dcompare.runs="${RUNS:-50}" \
     >"$out/mvn.txt" 2>&1 || status=$?
 echo "maven.sh: mvn verify ($project): $(seconds "$start") s, exit $status"
