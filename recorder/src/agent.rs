@@ -185,9 +185,12 @@ fn command_loaded(agent: &'static Agent, command: Command, origin: Origin) -> Re
         }
         (Command::Stop, None) => Err("jfr-native: stop: no recording is running".into()),
         (Command::Start(_), Some(running)) => Err(format!(
-            "jfr-native: a recording is already running (file={}); stop it first by loading the \
-             agent with the option 'stop'",
-            running.file
+            "jfr-native: a recording is already running (file={}); stop it first{}",
+            running.file,
+            match origin {
+                Origin::JavaApi => " (JfrNative.stop())",
+                _ => " by loading the agent with the option 'stop'",
+            }
         )),
         (Command::Start(options), None) => {
             if options.signal.is_some_and(|s| s != agent.signal) {

@@ -141,6 +141,12 @@ fn build_for(lib: &Library, page_size: u64) -> Result<(Built, Source), String> {
 }
 
 impl Tables {
+    /// These tables for a new recording: its build time counts from zero.
+    pub fn for_new_recording(mut self) -> Tables {
+        self.build_cpu_ns = 0;
+        self
+    }
+
     /// The table of every library in `libraries` (in the same order; `None` where there is
     /// none), building the new ones; tables of libraries no longer loaded are forgotten (freed
     /// once no published code map holds them).

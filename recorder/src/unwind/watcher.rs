@@ -85,14 +85,17 @@ fn publish(w: &mut Watcher) -> std::io::Result<()> {
 }
 
 /// Starts watching for a new recording: publishes the current map, with unwind tables if
-/// `cfi`.
+/// `cfi`. The tables of an earlier recording in this JVM are taken over (they are keyed by
+/// path, inode and load address): a recording started again (the Java API, a JMH fork's
+/// iterations) builds only those of libraries loaded since.
 pub fn start(cfi: bool) -> std::io::Result<()> {
     let mut guard = WATCHER
         .lock()
         .map_err(|_| std::io::Error::other("poisoned"))?;
+    let earlier = guard.as_mut().and_then(|w| w.tables.take());
     let mut w = Watcher {
         generation: 0,
-        tables: cfi.then(Tables::default),
+        tables: cfi.then(|| earlier.map(Tables::for_new_recording).unwrap_or_default()),
         libraries: Vec::new(),
         version: guard.as_ref().map_or(0, |w| w.version),
         read_ns: 0,
