@@ -714,6 +714,7 @@ fn run_drain(
         .is_some();
     let file = options.file.clone();
     let options_threads = options.threads;
+    let print_summary = options.summary;
     let mut cpu = WriterCpu::default();
     let mut drain = match cpu.time(Part::Start, || Drain::new(agent.jvmti, options, clock)) {
         Ok(d) => d,
@@ -765,7 +766,10 @@ fn run_drain(
     let (mut summary, result) = cpu.time(Part::Chunks, || drain.finish());
     summary.writer_cpu = cpu;
     match result {
-        Ok(totals) => eprintln!("{}", drain::summary_text(&file, &summary, totals.chunks)),
+        Ok(totals) if print_summary => {
+            eprintln!("{}", drain::summary_text(&file, &summary, totals.chunks))
+        }
+        Ok(_) => {}
         Err(e) => eprintln!("jfr-native: finishing {file} failed: {e}"),
     }
     if attached {

@@ -68,6 +68,10 @@ pub struct Options {
     pub keep_libs: Option<String>,
     /// At most this many bytes of kept libraries (`keep_libs_max=`).
     pub keep_libs_max_bytes: u64,
+    /// Whether the summary is printed to the JVM's stderr when the recording stops
+    /// (`summary=on`, the default, or `off`: a Java API user starting and stopping often).
+    /// Failures are printed either way.
+    pub summary: bool,
     /// The options as given, for `jdk.ActiveSetting` events.
     pub given: Vec<(String, String)>,
 }
@@ -450,6 +454,17 @@ const OPTIONS: &[Spec] = &[
         },
     },
     Spec {
+        name: "summary",
+        apply: |p, value| {
+            p.o.summary = choice(
+                value,
+                &[("on", true), ("off", false)],
+                "on (print the summary when the recording stops, the default) or off",
+            )?;
+            Ok(())
+        },
+    },
+    Spec {
         name: "status",
         apply: |p, value| {
             if value.is_empty() {
@@ -488,6 +503,7 @@ fn defaults() -> Options {
         status: None,
         keep_libs: None,
         keep_libs_max_bytes: DEFAULT_KEEP_LIBS_MAX_BYTES,
+        summary: true,
         given: Vec::new(),
     }
 }
@@ -712,6 +728,13 @@ mod tests {
     }
 
     #[test]
+    fn the_summary_is_on_unless_turned_off() {
+        assert!(p("file=a.jfr").unwrap().summary);
+        assert!(p("file=a.jfr,summary=on").unwrap().summary);
+        assert!(!p("file=a.jfr,summary=off").unwrap().summary);
+    }
+
+    #[test]
     fn errors_name_the_option_and_the_accepted_values() {
         let cases = [
             ("interval=10", "interval", "unit"),
@@ -732,6 +755,7 @@ mod tests {
             ("file=", "file", "path"),
             ("file", "file", "quote the options"),
             ("file=a,status=", "status", "path"),
+            ("file=a,summary=quiet", "summary", "on (print the summary"),
             ("file=a.jfr,maxsize=1gb", "maxsize", "file=DIR/"),
             ("file=a.jfr,maxage=1h", "maxage", "file=DIR/"),
             ("file=d/,maxsize=10kb", "maxsize", "at least 1mb"),
