@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Builds the agent (libjfrnative.so) and both CLIs (jfrnative, jfr-symbolize) for x86_64 Linux
+# with glibc 2.17 or later, and copies them to target/portable/linux-x86_64/ (a fixed name: the
+# Maven build picks target/portable/linux-*/libjfrnative.so).
+#
+# A normal `cargo build` links against this machine's glibc and needs its newest symbol versions
+# (GLIBC_2.34 on Debian 12). Here Zig links against glibc 2.17's symbol versions instead
+# (cargo-zigbuild, target x86_64-unknown-linux-gnu.2.17); tests/tests/portable.rs checks what
+# the result needs.
+#
+# Installs what is missing, quickly skipped when present: Zig from PyPI (ziglang, in a virtual
+# environment under ~/.cache/jfr-native) and cargo-zigbuild from crates.io (cargo install).
+#
+# Reproducible: the same commit and toolchain give the same bytes in any directory. The paths
+# of the work tree, of the build directory, of Cargo's registry and of the Rust toolchain are
+# remapped; SOURCE_DATE_EPOCH is the commit's time; the build has a directory of its own
+# (target/portable-build) so that it does not invalidate the normal one.
+#
+# Stripped: no debug information and no symbol table beyond the dynamic one (the agent's
+# Agent_* entry points). The agent's own functions show as libjfrnative.so+offset in a profile
+# of the agent itself, which a user rarely needs (a developer builds with cargo), and the files
+# are an eighth of the size: 1.8 MB for the agent, not 14 MB. Keeping the symbol table alone
+# (+0.4 MB for the agent, +1.2 MB for each CLI) would take binutils' objcopy after the link:
+# Zig's linker drops the whole table when asked to drop debug information only.
+#
+# Environment: PORTABLE_TARGET_DIR (the build directory), PORTABLE_OUT (where the three files
+# go), JFRNATIVE_CACHE (~/.cache/jfr-native).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+
+triple=x86_64-unknown-linux-gnu
+glibc=2.17
+ziglang_version=0.17.1
+zigbuild_version=0.24.1
+build_dir=${PORTABLE_TARGET_DIR:-$root/target/portable-build}
+out=${PORTABLE_OUT:-$root/target/portable/linux-x86_64}
+cache=${JFRNATIVE_CACHE:-$HOME/.cache/jfr-native}
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+
+# Run from a test, Cargo's variables about the test's own package would make build scripts
+# that watch them (ring's) rerun, and everything above them rebuild.
+while read -r name; do
+    case $name in
+    CARGO_MANIFEST_* | CARGO_PKG_* | CARGO_CRATE_NAME | CARGO_BIN_* | CARGO_PRIMARY_PACKAGE | \
+        CARGO_TARGET_TMPDIR | CARGO_TARGET_DIR) unset "$name" ;;
+    esac
+done < <(compgen -e)
+
+venv=$cache/ziglang
+if [ "$("$venv/bin/python" -m ziglang version 2>/dev/null)" != "$ziglang_version" ]; then
+    echo "build-portable: installing Zig $ziglang_version from PyPI (ziglang) into $venv" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q "ziglang==$ziglang_version"
+fi
+export PATH=$cargo_home/bin:$PATH
+if ! command -v cargo-zigbuild >/dev/null; then
+    echo "build-portable: installing cargo-zigbuild $zigbuild_version from crates.io" >&2
+    cargo install -q --locked cargo-zigbuild --version "$zigbuild_version"
+fi
+# cargo-zigbuild runs `PYTHON -m ziglang` for zig: this venv's, not whichever python3 is first.
+export CARGO_ZIGBUILD_PYTHON_PATH=$venv/bin/python
+
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+    SOURCE_DATE_EPOCH=$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)
+fi
+export SOURCE_DATE_EPOCH
+sysroot=$(rustc --print sysroot)
+# The most specific prefix last: rustc applies the last --remap-path-prefix that matches.
+remap="--remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$sysroot=/rustc-sysroot"
+remap+=" --remap-path-prefix=$root=/jfr-native --remap-path-prefix=$build_dir=/build"
+# The C compiled by build scripts (ring's) through zig cc: the same maps for __FILE__.
+cmap="-ffile-prefix-map=$cargo_home=/cargo -ffile-prefix-map=$root=/jfr-native"
+cmap+=" -ffile-prefix-map=$build_dir=/build"
+export RUSTFLAGS="$remap -C link-arg=-Wl,--build-id=sha1 ${PORTABLE_RUSTFLAGS:-}"
+export CFLAGS_${triple//-/_}="$cmap"
+export CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_STRIP=symbols
+
+cargo zigbuild --release --locked -p recorder -p tools --lib --bin jfrnative --bin jfr-symbolize \
+    --target "$triple.$glibc" --target-dir "$build_dir"
+
+mkdir -p "$out"
+for file in libjfrnative.so jfrnative jfr-symbolize; do
+    cp "$build_dir/$triple/release/$file" "$out/$file.tmp"
+    mv "$out/$file.tmp" "$out/$file"
+done
+echo "build-portable: $out (glibc $glibc+, x86_64)" >&2
