@@ -55,7 +55,12 @@ enum JdkSamplesArg {
 
 /// Symbolize the native frames of a jfr-native recording.
 #[derive(Parser, Debug)]
-#[command(name = "jfr-symbolize", version, about)]
+// `--version`: the version and the commit it was built from (tools/build.rs).
+#[command(
+    name = "jfr-symbolize",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("JFRNATIVE_COMMIT"), ")"),
+    about
+)]
 struct Args {
     /// The recording: a file (one or more chunks), several files, or a directory of chunk files
     /// (`file=DIR/`; its `*.jfr` files in name order, as `jfr assemble` takes them).

@@ -30,7 +30,12 @@ use upload_cmd::{checked_upload, finish_upload, start_upload, Upload};
 /// CPU-time profiles of Java programs with the native frames (C, C++, Rust, libc, the JVM)
 /// above the Java stack, as JFR files, flame graphs and a report.
 #[derive(Parser, Debug)]
-#[command(name = "jfrnative", version, about)]
+// `--version`: the version and the commit it was built from (tools/build.rs).
+#[command(
+    name = "jfrnative",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("JFRNATIVE_COMMIT"), ")"),
+    about
+)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
