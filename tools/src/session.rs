@@ -14,20 +14,31 @@ use crate::status::{self, Status};
 /// The agent's file name, looked for next to the CLI's executable.
 pub const AGENT_FILE: &str = "libjfrnative.so";
 
-/// The agent library: `given`, else `libjfrnative.so` next to this executable.
+/// The agent library: `given`, else `libjfrnative.so` next to this executable (a cargo build),
+/// else in `../lib/` from it (the release bundle's `bin/` and `lib/`).
 pub fn agent_library(given: Option<&Path>) -> Result<PathBuf, String> {
     let path = match given {
         Some(p) => p.to_path_buf(),
-        None => std::env::current_exe()
-            .map_err(|e| format!("cannot locate this executable: {e}"))?
-            .with_file_name(AGENT_FILE),
+        None => {
+            let exe = std::env::current_exe()
+                .map_err(|e| format!("cannot locate this executable: {e}"))?;
+            let beside = exe.with_file_name(AGENT_FILE);
+            let bundled = exe
+                .parent()
+                .and_then(Path::parent)
+                .map(|d| d.join("lib").join(AGENT_FILE));
+            match bundled {
+                Some(lib) if !beside.is_file() && lib.is_file() => lib,
+                _ => beside,
+            }
+        }
     };
     if !path.is_file() {
         let how = if given.is_some() {
             "give the path of libjfrnative.so with --agent"
         } else {
             "build it next to jfrnative with `cargo build --release -p recorder -p tools`, or \
-             give its path with --agent"
+             give its path with --agent (a release bundle has it in lib/)"
         };
         return Err(format!(
             "agent library not found: {}; {how}",
