@@ -50,7 +50,7 @@ fn interpreted_math_calls_keep_their_java_stack() {
                 ))
                 .arg("-cp")
                 .arg(classes())
-                .args(["InterpretedMath", "3"]),
+                .args(["InterpretedMath", "2"]),
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let code = jvm_code_ranges(&jdk, &file).unwrap();
