@@ -769,3 +769,102 @@ mod tests {
         assert!(!stop.truncated());
     }
 }
+
+// aarch64's own: return addresses in x30 until a function saves them in its frame record.
+// Run under qemu-user (`cargo test -p recorder --target aarch64-unknown-linux-gnu --lib
+// unwind`, the runner in .cargo/config.toml).
+#[cfg(all(test, target_arch = "aarch64"))]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod aarch64_tests {
+    use super::*;
+    use crate::unwind::rule::{Row, Table};
+    use std::collections::HashMap;
+
+    struct Stack(HashMap<u64, u64>);
+
+    impl Memory for Stack {
+        fn read_u64(&self, addr: u64) -> Option<u64> {
+            (0x7000..0x9000)
+                .contains(&addr)
+                .then(|| *self.0.get(&addr).unwrap_or(&0))
+        }
+    }
+
+    struct Layout(Table);
+
+    impl CodeKind for Layout {
+        fn kind(&self, pc: u64) -> Code {
+            match pc {
+                0x1000..=0x1fff => Code::Native,
+                0x5000..=0x5fff => Code::Java,
+                _ => Code::Unknown,
+            }
+        }
+        fn rule(&self, pc: u64) -> Rule {
+            self.0.rule(pc)
+        }
+    }
+
+    /// leaf (0x1100: no frame, CFA = sp, return address in x30) <- middle (0x1200:
+    /// `stp x29, x30, [sp, #-32]!`: CFA = sp + 32, x29 at CFA - 32, x30 at CFA - 24) <- outer
+    /// (0x1300, the outermost: `.cfi_undefined x30`, x29 = 0).
+    fn layout() -> Layout {
+        let leaf = Rule::new(Kind::Rsp, SavedRbp::Unchanged, 0)
+            .unwrap()
+            .with_ra(SavedRa::InLink)
+            .unwrap();
+        let middle = Rule::new(Kind::Rsp, SavedRbp::At(4), 32)
+            .unwrap()
+            .with_ra(SavedRa::At(3))
+            .unwrap();
+        let rows = [(0x100, leaf), (0x200, middle), (0x300, leaf)];
+        Layout(Table::new(
+            0x1000,
+            rows.iter()
+                .map(|&(offset, rule)| Row { offset, rule })
+                .collect(),
+        ))
+    }
+
+    fn walk_from(words: &[(u64, u64)], regs: Regs) -> (Vec<u64>, Stop) {
+        let mut out = [0u64; 8];
+        let s = Stack(words.iter().copied().collect());
+        let (n, stop) = walk(regs, &s, &layout(), true, &mut out);
+        (out[..n].to_vec(), stop)
+    }
+
+    #[test]
+    fn a_frameless_leaf_returns_through_the_link_register() {
+        // middle's frame record at 0x7000 (its sp): x29 0x7400, x30 into Java.
+        let words = [(0x7000, 0x7400), (0x7008, 0x5010)];
+        let regs = Regs {
+            pc: 0x1100,
+            sp: 0x7000,
+            fp: 0x7000,
+            lr: 0x1210,
+        };
+        assert_eq!(
+            walk_from(&words, regs),
+            (vec![0x1100, 0x1210], Stop::ReachedJava)
+        );
+        // Without the link register (a frame stepped to) the leaf's caller is unknown.
+        let lost = Regs { lr: 0, ..regs };
+        assert_eq!(walk_from(&words, lost), (vec![0x1100], Stop::BadFrame));
+    }
+
+    #[test]
+    fn the_outermost_frame_ends_the_stack() {
+        // middle returns into outer (0x1310) with x29 = 0: outer says x30 is undefined.
+        let words = [(0x7000, 0), (0x7008, 0x1310)];
+        let regs = Regs {
+            pc: 0x1210,
+            sp: 0x7000,
+            fp: 0x7000,
+            lr: 0,
+        };
+        assert_eq!(
+            walk_from(&words, regs),
+            (vec![0x1210, 0x1310], Stop::EndOfStack)
+        );
+    }
+}
