@@ -163,7 +163,7 @@ fn capture() -> Snapshot {
     // locals may be, but no unwind rule reads them).
     let bytes = unsafe { std::slice::from_raw_parts(sp as *const u8, len) }.to_vec();
     Snapshot {
-        regs: Regs { pc, sp, fp },
+        regs: Regs { pc, sp, fp, lr: 0 },
         bytes,
     }
 }
@@ -460,6 +460,7 @@ fn fake_regs(pc: u64) -> Regs {
         pc,
         sp: FAKE_SP,
         fp: FAKE_FP,
+        lr: 0,
     }
 }
 

@@ -518,10 +518,22 @@ fn prepare_virtual_threads(agent: &'static Agent) {
 }
 
 /// Readies the Java-frame walk (`jstack=vm` or `agct-vm`): HotSpot's layout, read once, and where a
-/// thread's JNIEnv is inside its `JavaThread`, measured on this thread. Without either the
-/// walk is off, said once, and AsyncGetCallTrace works alone.
+/// thread's JNIEnv is inside its `JavaThread`, measured on this thread. Without either, or on
+/// an architecture whose frames the walk does not know ([`crate::arch::VM_WALK`]), the walk
+/// is off, said once, and AsyncGetCallTrace works alone.
 fn prepare_java_walk(agent: &'static Agent, jstack: options::JStack) {
-    let wanted = jstack != options::JStack::Agct;
+    let asked = jstack != options::JStack::Agct;
+    if asked && !crate::arch::VM_WALK {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            eprintln!(
+                "jfr-native: {}: Java frames from AsyncGetCallTrace alone (the VM walk is \
+                 x86_64 only so far)",
+                crate::arch::NAME
+            )
+        });
+    }
+    let wanted = asked && crate::arch::VM_WALK;
     let mut ready = false;
     if wanted {
         match hotspot::init_java_layout() {

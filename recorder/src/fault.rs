@@ -18,31 +18,10 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-#[cfg(target_arch = "x86_64")]
-std::arch::global_asm!(
-    ".pushsection .text.jfrnative_safe_read,\"ax\",@progbits",
-    ".globl jfrnative_safe_read",
-    ".hidden jfrnative_safe_read",
-    ".type jfrnative_safe_read,@function",
-    "jfrnative_safe_read:",
-    // rdi = address; returns rax = value, rdx = 1 (read) or 0 (faulted).
-    "    mov edx, 1",
-    ".globl jfrnative_safe_read_load",
-    ".hidden jfrnative_safe_read_load",
-    "jfrnative_safe_read_load:",
-    "    mov rax, qword ptr [rdi]",
-    "    ret",
-    ".globl jfrnative_safe_read_fault",
-    ".hidden jfrnative_safe_read_fault",
-    "jfrnative_safe_read_fault:",
-    "    xor eax, eax",
-    "    xor edx, edx",
-    "    ret",
-    ".size jfrnative_safe_read, . - jfrnative_safe_read",
-    ".popsection",
-);
+// The load itself is assembly, one per architecture (`crate::arch`): `jfrnative_safe_read`
+// with its labels `jfrnative_safe_read_load` (the load) and `jfrnative_safe_read_fault`.
 
-/// What `jfrnative_safe_read` returns in rax:rdx.
+/// What `jfrnative_safe_read` returns (rax:rdx on x86_64, x0:x1 on aarch64).
 #[repr(C)]
 struct SafeRead {
     value: u64,
@@ -121,15 +100,10 @@ fn fault_pc() -> u64 {
 /// The hook for `SIGSEGV` and `SIGBUS`.
 extern "C" fn on_fault(signal: i32, info: *mut libc::siginfo_t, uc: *mut c_void) {
     if !uc.is_null() {
-        // SAFETY: `uc` is the kernel's ucontext for this SA_SIGINFO handler, writable: the
-        // kernel restores the registers from it when the handler returns.
-        let gregs = unsafe { &mut (*uc.cast::<libc::ucontext_t>()).uc_mcontext.gregs };
-        if let Some(rip) = gregs.get_mut(libc::REG_RIP as usize) {
-            if *rip as u64 == load_pc() {
-                *rip = fault_pc() as i64;
-                RECOVERED.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
+        // SAFETY: `uc` is the kernel's ucontext for this SA_SIGINFO handler, writable.
+        if unsafe { crate::arch::resume_at(uc, load_pc(), fault_pc()) } {
+            RECOVERED.fetch_add(1, Ordering::Relaxed);
+            return;
         }
     }
     let index = usize::from(signal != libc::SIGSEGV);

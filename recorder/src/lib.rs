@@ -17,7 +17,8 @@
 //! - [`hotspot`]: HotSpot's structures and the Java walk (and AsyncGetCallTrace), read
 //!   through the JVM's own descriptions.
 //! - [`unwind`]: the native walk from call-frame information, its tables and the code map.
-//! - At the bottom: [`fault`] (reads that may fault, recovered), [`os`] (libc), `jvmti`
+//! - At the bottom: [`arch`] (what differs between x86_64 and aarch64: registers in a
+//!   ucontext, the fault-safe load, CFI register numbers), [`fault`] (reads that may fault, recovered), [`os`] (libc), `jvmti`
 //!   (bindings), [`options`] (pure).
 //!
 //! `agent.rs` holds the lifecycle (load, VM init, thread start and end, start, stop), above
@@ -34,6 +35,7 @@
 //! snapshots; `tables` mapping a library, copying the vDSO) and the entry points below.
 
 mod agent;
+pub mod arch;
 pub mod fault;
 pub mod hotspot;
 pub mod java_api;

@@ -108,6 +108,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                     pc: self.stack.read_u64(regs.sp)?,
                     sp: regs.sp.checked_add(8)?,
                     fp: regs.fp,
+                    lr: 0,
                 };
                 (caller, None)
             }
@@ -213,6 +214,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             pc: self.stack.read_u64(fp.checked_add(8)?)?,
             sp: fp.checked_add(16)?,
             fp: self.stack.read_u64(fp)?,
+            lr: 0,
         })
     }
 
@@ -225,6 +227,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 pc: self.stack.read_u64(regs.sp.checked_add(above)?)?,
                 sp: regs.sp.checked_add(above)?.checked_add(8)?,
                 fp,
+                lr: 0,
             })
         };
         let byte = read_u8(regs.pc)?;

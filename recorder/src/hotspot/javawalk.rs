@@ -274,6 +274,7 @@ impl JavaLayout {
                     pc: 0,
                     sp: interrupted.regs.sp,
                     fp: 0,
+                    lr: 0,
                 },
                 java_entry: None,
                 thaw_not_started: false,

@@ -53,7 +53,7 @@ use super::pages;
 
 /// `fcntl` commands and the owner type the `libc` crate does not define for glibc (values from
 /// the kernel's `include/uapi/asm-generic/fcntl.h`, the same on x86_64, aarch64, ppc64le and
-/// s390x; this agent is built for x86_64).
+/// s390x; this agent is built for x86_64 and aarch64).
 const F_SETSIG: libc::c_int = 10;
 const F_SETOWN_EX: libc::c_int = 15;
 const F_OWNER_TID: libc::c_int = 0;

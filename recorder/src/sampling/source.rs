@@ -100,7 +100,19 @@ unsafe fn timer_of(info: *const libc::siginfo_t, code: i32) -> Option<(&'static 
     };
     let slot = Slot::from_signal_value(value)?;
     let overrun = u64::from(overrun.max(0).unsigned_abs());
-    (timer_id == slot.timer_id() && timer_id >= 0).then_some((slot, Source::Timer { overrun }))
+    same_timer(timer_id, slot.timer_id()).then_some((slot, Source::Timer { overrun }))
+}
+
+/// The timer ids qemu-user gives its guest (`TIMER_MAGIC | index`, `linux-user/syscall.c`);
+/// a kernel's are small (one process's count of timers).
+const QEMU_TIMER_MAGIC: i32 = 0x0caf_0000;
+
+/// Whether a signal's `si_timerid` (`delivered`) is that of the slot's timer (`armed`, as
+/// `timer_create` gave it). Under qemu-user the signal carries the host kernel's id, which
+/// the guest never sees: there the signal's value (the slot) alone names the timer, and the
+/// thread check ([`is_due`]) stands.
+fn same_timer(delivered: i32, armed: i32) -> bool {
+    (delivered == armed && delivered >= 0) || armed & !0xffff == QEMU_TIMER_MAGIC
 }
 
 /// Whether the slot's sample is to be taken now: recording runs, and the signal landed on the
@@ -175,5 +187,19 @@ pub fn weigh(slot: &Slot, source: Source) -> Option<(Weight, Option<Rearm<'_>>)>
             let cpu_ns = now_ns.saturating_sub(before_ns);
             Some((Weight { cpu_ns, asked: 1 }, rearm))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timer_is_known_by_its_id_or_under_qemu_by_its_value_alone() {
+        assert!(same_timer(3, 3));
+        assert!(!same_timer(4, 3));
+        assert!(!same_timer(-1, -1), "no timer");
+        // qemu-user: the guest's id is qemu's, the signal carries the host kernel's.
+        assert!(same_timer(7, QEMU_TIMER_MAGIC | 2));
     }
 }

@@ -4,16 +4,17 @@
 //! `.eh_frame`). Runs off the signal handler
 //! (the writer thread), once per library. gimli evaluates the CFI programs; each row becomes one
 //! 8-byte [`Rule`] keyed by its start, and a row whose rules the handler cannot follow (a
-//! register-based CFA other than rsp/rbp, an unknown DWARF expression, a return address not at
-//! CFA − 8) becomes [`Rule::NONE`], where the handler falls back to frame pointers.
+//! register-based CFA other than sp/fp (rsp/rbp, sp/x29), an unknown DWARF expression, a
+//! return address the architecture's rules cannot say (x86_64: anywhere but CFA − 8)) becomes [`Rule::NONE`], where the handler falls back to frame pointers.
 
 use gimli::{
     BaseAddresses, CfaRule, CieOrFde, DebugFrame, EhFrame, LittleEndian, Reader, RegisterRule,
-    UnwindContext, UnwindSection, X86_64,
+    UnwindContext, UnwindSection,
 };
 use object::{Object, ObjectSection, ObjectSegment};
 
-use super::rule::{Kind, Row, Rule, SavedRbp, Table};
+use super::rule::{Kind, Row, Rule, SavedRa, SavedRbp, Table};
+use crate::arch::dwarf;
 
 /// A built table and what went into it.
 #[derive(Debug)]
@@ -83,6 +84,34 @@ fn plt_threshold(expression: &[u8]) -> Option<i64> {
     n.map(i64::from)
 }
 
+/// Where the caller's frame pointer is, from its register rule.
+fn saved_fp<T: gimli::ReaderOffset>(rule: RegisterRule<T>) -> SavedRbp {
+    match rule {
+        // Unmentioned callee-saved registers keep their value (the ABIs' convention).
+        RegisterRule::Undefined | RegisterRule::SameValue => SavedRbp::Unchanged,
+        RegisterRule::Offset(o) if o < 0 && o % 8 == 0 && -o / 8 < 255 => {
+            SavedRbp::At((-o / 8) as u8)
+        }
+        _ => SavedRbp::Lost,
+    }
+}
+
+/// Where the return address is, from its column's rule; `None`: the outermost frame.
+/// x86_64's is pushed by the call (at CFA − 8 unless the function says otherwise). aarch64's
+/// stays in x30 until a function saves it, and an unmentioned x30 is the norm (a leaf, a
+/// prologue): gimli cannot tell it from `.cfi_undefined x30` (the outermost frame), so the
+/// walk tells them apart (a frame pointer of 0 at the outermost frame).
+fn saved_ra<T: gimli::ReaderOffset>(rule: RegisterRule<T>) -> Option<SavedRa> {
+    Some(match rule {
+        RegisterRule::Offset(o) if o < 0 && o % 8 == 0 && -o / 8 < 255 => {
+            SavedRa::At((-o / 8) as u8)
+        }
+        RegisterRule::Undefined if crate::arch::RULE_RA_BITS == 0 => return None,
+        RegisterRule::Undefined | RegisterRule::SameValue => SavedRa::InLink,
+        _ => SavedRa::Lost,
+    })
+}
+
 /// The handler's rule for one row of the CFI table.
 fn rule_of<R: Reader, S: UnwindSection<R>>(
     row: &gimli::UnwindTableRow<R::Offset>,
@@ -92,29 +121,18 @@ fn rule_of<R: Reader, S: UnwindSection<R>>(
     if signal_trampoline {
         return Rule::new(Kind::Signal, SavedRbp::Unchanged, 0).unwrap_or(Rule::NONE);
     }
-    match row.register(X86_64::RA) {
-        RegisterRule::Offset(-8) => {}
-        RegisterRule::Undefined => {
-            return Rule::new(Kind::End, SavedRbp::Unchanged, 0).unwrap_or(Rule::NONE)
-        }
-        _ => return Rule::NONE,
-    }
-    let rbp = match row.register(X86_64::RBP) {
-        // Unmentioned callee-saved registers keep their value (the x86_64 ABI's convention).
-        RegisterRule::Undefined | RegisterRule::SameValue => SavedRbp::Unchanged,
-        RegisterRule::Offset(o) if o < 0 && o % 8 == 0 && -o / 8 < 255 => {
-            SavedRbp::At((-o / 8) as u8)
-        }
-        _ => SavedRbp::Lost,
+    let Some(ra) = saved_ra(row.register(dwarf::RA)) else {
+        return Rule::new(Kind::End, SavedRbp::Unchanged, 0).unwrap_or(Rule::NONE);
     };
+    let rbp = saved_fp(row.register(dwarf::FP));
     let rule = match row.cfa() {
-        CfaRule::RegisterAndOffset { register, offset } if *register == X86_64::RSP => {
+        CfaRule::RegisterAndOffset { register, offset } if *register == dwarf::SP => {
             Rule::new(Kind::Rsp, rbp, *offset)
         }
-        CfaRule::RegisterAndOffset { register, offset } if *register == X86_64::RBP => {
+        CfaRule::RegisterAndOffset { register, offset } if *register == dwarf::FP => {
             Rule::new(Kind::Rbp, rbp, *offset)
         }
-        CfaRule::Expression(e) => {
+        CfaRule::Expression(e) if dwarf::CFA_EXPRESSIONS => {
             let bytes = e
                 .get(section)
                 .ok()
@@ -124,9 +142,9 @@ fn rule_of<R: Reader, S: UnwindSection<R>>(
                 None => rsp_deref_offset(&b).and_then(|n| Rule::new(Kind::RspDeref, rbp, n)),
             })
         }
-        CfaRule::RegisterAndOffset { .. } => None,
+        CfaRule::Expression(_) | CfaRule::RegisterAndOffset { .. } => None,
     };
-    rule.unwrap_or(Rule::NONE)
+    rule.and_then(|r| r.with_ra(ra)).unwrap_or(Rule::NONE)
 }
 
 /// `(start, end, rule)` in ELF addresses for every row of every FDE of `section`.
@@ -176,8 +194,8 @@ fn load_address(elf: &object::File<'_>, file_offset: u64, page_size: u64) -> Opt
 /// at file offset `file_offset`, starts at runtime address `base`.
 pub fn build(data: &[u8], base: u64, file_offset: u64, page_size: u64) -> Result<Built, String> {
     let elf = object::File::parse(data).map_err(|e| format!("not an ELF file: {e}"))?;
-    if elf.architecture() != object::Architecture::X86_64 {
-        return Err("not an x86_64 ELF file".into());
+    if elf.architecture() != crate::arch::ELF_ARCHITECTURE {
+        return Err(format!("not an {} ELF file", crate::arch::NAME));
     }
     let load = load_address(&elf, file_offset, page_size)
         .ok_or("no loadable segment at the mapped file offset")?;

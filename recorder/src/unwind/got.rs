@@ -16,11 +16,8 @@ const DT_RELASZ: u64 = 8;
 const DT_JMPREL: u64 = 23;
 const PT_DYNAMIC: u32 = 2;
 
-/// The relocation types that fill an import slot with a function's address.
-#[cfg(target_arch = "x86_64")]
-const SLOT_RELOCATIONS: [u32; 2] = [7, 6]; // R_X86_64_JUMP_SLOT, R_X86_64_GLOB_DAT
-#[cfg(target_arch = "aarch64")]
-const SLOT_RELOCATIONS: [u32; 2] = [1026, 1025]; // R_AARCH64_JUMP_SLOT, R_AARCH64_GLOB_DAT
+// The relocation types that fill an import slot with a function's address.
+use crate::arch::SLOT_RELOCATIONS;
 
 /// A loaded object: its load bias and its dynamic section's address.
 struct Object {

@@ -53,10 +53,7 @@ loaded it: loadable segments, dynamic symbols, call-frame information and build-
 no DWARF";
 
 /// The ELF machine of the libraries this agent unwinds.
-#[cfg(target_arch = "x86_64")]
-const MACHINE: u16 = 62;
-#[cfg(target_arch = "aarch64")]
-const MACHINE: u16 = 183;
+const MACHINE: u16 = crate::arch::ELF_MACHINE;
 
 /// Most program headers accepted.
 const MAX_PHDRS: usize = 512;

@@ -17,9 +17,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// found at a pc.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// CFA = rsp + offset.
+    /// CFA = rsp (aarch64: sp) + offset.
     Rsp,
-    /// CFA = rbp + offset.
+    /// CFA = rbp (aarch64: x29) + offset.
     Rbp,
     /// A PLT stub (`.plt`): CFA = rsp + 8, + 8 more once the stub has pushed its index (from
     /// the byte at `pc & 15 >= offset` on; the offset holds that threshold). GCC/binutils
@@ -38,12 +38,15 @@ pub enum Kind {
     None,
 }
 
-/// One rule, packed: kind (3 bits), where rbp was saved (8 bits: 0 = not saved in this frame,
-/// k = at CFA − 8k, 255 = not recoverable), and the CFA offset (21 bits, signed, bytes).
+/// One rule, packed: kind (3 bits), where the caller's frame pointer was saved
+/// ([`crate::arch::RULE_FP_BITS`]: 0 = not saved in this frame, k = at CFA − 8k, all ones = not
+/// recoverable), where the return address was saved ([`crate::arch::RULE_RA_BITS`], none on
+/// x86_64: always at CFA − 8; on aarch64 0 = still in the link register, k = at CFA − 8k, all
+/// ones = not recoverable), and the CFA offset (the remaining bits, signed, bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule(u32);
 
-/// Where the caller's rbp is.
+/// Where the caller's rbp (aarch64: x29) is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SavedRbp {
     /// Not saved by this frame: the caller's rbp is the current one.
@@ -54,15 +57,40 @@ pub enum SavedRbp {
     Lost,
 }
 
+/// Where the return address is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SavedRa {
+    /// Still in the link register (aarch64 x30): a function that has not saved it (a leaf,
+    /// or before its prologue), known only where the link register is ([`Regs::lr`]).
+    ///
+    /// [`Regs::lr`]: crate::arch::Regs::lr
+    InLink,
+    /// Saved at CFA − 8 × the value (x86_64: always 1, where the call pushed it).
+    At(u8),
+    /// Not recoverable.
+    Lost,
+}
+
 const KIND_BITS: u32 = 3;
-const RBP_BITS: u32 = 8;
-const OFFSET_SHIFT: u32 = KIND_BITS + RBP_BITS;
-/// Largest CFA offset magnitude a rule holds (±1 MiB); larger frames get [`Kind::None`].
+const RBP_BITS: u32 = crate::arch::RULE_FP_BITS;
+const RA_BITS: u32 = crate::arch::RULE_RA_BITS;
+const RA_SHIFT: u32 = KIND_BITS + RBP_BITS;
+const OFFSET_SHIFT: u32 = RA_SHIFT + RA_BITS;
+/// Largest CFA offset magnitude a rule holds (±1 MiB on x86_64, ±16 KiB on aarch64); larger
+/// frames get [`Kind::None`].
 pub const MAX_CFA_OFFSET: i64 = (1 << (32 - OFFSET_SHIFT - 1)) - 1;
-const RBP_LOST: u8 = 255;
+const RBP_LOST: u8 = ((1u32 << RBP_BITS) - 1) as u8;
+const RA_LOST: u32 = (1u32 << RA_BITS).wrapping_sub(1);
+
+/// [`RA_LOST`], as a value: 0 on x86_64, where no rule reaches the comparisons it is in.
+#[inline]
+fn ra_lost() -> u32 {
+    RA_LOST
+}
 
 impl Rule {
-    /// A rule; `None` if the offset does not fit (the caller then uses [`Rule::NONE`]).
+    /// A rule whose return address is at CFA − 8; `None` if the offset does not fit (the
+    /// caller then uses [`Rule::NONE`]).
     pub fn new(kind: Kind, rbp: SavedRbp, cfa_offset: i64) -> Option<Rule> {
         if !(-MAX_CFA_OFFSET..=MAX_CFA_OFFSET).contains(&cfa_offset) {
             return None;
@@ -78,11 +106,28 @@ impl Rule {
         };
         let rbp_bits = match rbp {
             SavedRbp::Unchanged => 0u32,
-            SavedRbp::At(k) if k != 0 && k != RBP_LOST => u32::from(k),
+            SavedRbp::At(k) if k != 0 && k < RBP_LOST => u32::from(k),
             SavedRbp::At(_) | SavedRbp::Lost => u32::from(RBP_LOST),
         };
+        let ra_bits = if RA_BITS == 0 { 0 } else { 1u32 << RA_SHIFT };
         let offset_bits = (cfa_offset as i32 as u32) << OFFSET_SHIFT;
-        Some(Rule(kind_bits | (rbp_bits << KIND_BITS) | offset_bits))
+        Some(Rule(
+            kind_bits | (rbp_bits << KIND_BITS) | ra_bits | offset_bits,
+        ))
+    }
+
+    /// This rule with the return address at `ra`; `None` where the architecture cannot say
+    /// so (x86_64: anywhere but CFA − 8).
+    pub fn with_ra(self, ra: SavedRa) -> Option<Rule> {
+        let bits = match ra {
+            SavedRa::At(1) if RA_BITS == 0 => return Some(self),
+            _ if RA_BITS == 0 => return None,
+            SavedRa::InLink => 0,
+            SavedRa::At(k) if k != 0 && u32::from(k) < ra_lost() => u32::from(k),
+            SavedRa::At(_) | SavedRa::Lost => RA_LOST,
+        };
+        let mask = RA_LOST << RA_SHIFT;
+        Some(Rule((self.0 & !mask) | (bits << RA_SHIFT)))
     }
 
     /// No call-frame information: fall back to frame pointers.
@@ -105,10 +150,23 @@ impl Rule {
     /// Where the caller's rbp is.
     #[inline]
     pub fn rbp(self) -> SavedRbp {
-        match (self.0 >> KIND_BITS) as u8 {
+        match ((self.0 >> KIND_BITS) & u32::from(RBP_LOST)) as u8 {
             0 => SavedRbp::Unchanged,
             RBP_LOST => SavedRbp::Lost,
             k => SavedRbp::At(k),
+        }
+    }
+
+    /// Where the return address is.
+    #[inline]
+    pub fn ra(self) -> SavedRa {
+        if RA_BITS == 0 {
+            return SavedRa::At(1);
+        }
+        match (self.0 >> RA_SHIFT) & RA_LOST {
+            0 => SavedRa::InLink,
+            k if k == RA_LOST => SavedRa::Lost,
+            k => SavedRa::At(k as u8),
         }
     }
 
@@ -269,12 +327,34 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Rule::new(Kind::Rsp, SavedRbp::Unchanged, 1 << 21), None);
+        assert_eq!(
+            Rule::new(Kind::Rsp, SavedRbp::Unchanged, MAX_CFA_OFFSET + 1),
+            None
+        );
         assert_eq!(Rule::NONE.kind(), Kind::None);
         assert_eq!(
             Rule::new(Kind::Rsp, SavedRbp::At(255), 8).unwrap().rbp(),
             SavedRbp::Lost
         );
+    }
+
+    #[test]
+    fn the_return_address_is_at_cfa_minus_8_unless_the_architecture_says_more() {
+        let r = Rule::new(Kind::Rsp, SavedRbp::At(2), 32).unwrap();
+        assert_eq!(r.ra(), SavedRa::At(1));
+        assert_eq!(r.with_ra(SavedRa::At(1)), Some(r));
+        for ra in [SavedRa::InLink, SavedRa::At(3), SavedRa::Lost] {
+            let with = r.with_ra(ra);
+            if crate::arch::RULE_RA_BITS == 0 {
+                assert_eq!(with, None, "x86_64 says nothing but CFA - 8");
+            } else {
+                let with = with.unwrap();
+                assert_eq!(
+                    (with.kind(), with.rbp(), with.ra(), with.cfa_offset()),
+                    (Kind::Rsp, SavedRbp::At(2), ra, 32)
+                );
+            }
+        }
     }
 
     #[test]

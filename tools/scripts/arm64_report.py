@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""One case of tools/scripts/arm64.sh, read on the host: per thread of the cstack workload,
+samples, the share whose native frames are the exact chain, the share whose Java stack reaches
+Thread.run, and the sum of samplingPeriod against the thread's CPU time.
+
+    arm64_report.py NAME CASE.collapsed CASE.json CASE.out
+
+CASE.collapsed: `jfr-symbolize --threads --samples -f collapsed` (one sample per unit of
+weight); CASE.json: `jfr print --json` of jdk.CPUTimeSample, jdk.CPUInformation and
+jdk.OSInformation; CASE.out: the workload's `CPU <thread> <ns>` lines.
+"""
+import json
+import re
+import sys
+from collections import defaultdict
+
+CHAINS = {"chain-plain": "ChainPlain", "chain-fp": "ChainFp", "chain-nofp": "ChainNofp"}
+CHAIN = ["chain_outer", "chain_middle", "chain_leaf"]
+
+
+def iso_seconds(text):
+    m = re.fullmatch(r"PT(?:([\d.]+)H)?(?:([\d.]+)M)?(?:([\d.]+)S)?", text)
+    if not m:
+        return 0.0
+    h, mi, s = (float(x) if x else 0.0 for x in m.groups())
+    return h * 3600 + mi * 60 + s
+
+
+def exact_chain(frames, cls):
+    """The native frames below `<cls>.burn` are Java_<cls>_burn, chain_outer, chain_middle
+    and, if the sample is in the leaf, chain_leaf last; other callees of chain_middle (the
+    clock) may follow it."""
+    jni = f"Java_{cls}_burn"
+    if jni not in frames:
+        return False
+    below = frames[frames.index(jni) + 1:]
+    if below[:2] != CHAIN[:2]:
+        return False
+    return "chain_leaf" not in below or below[2:] == ["chain_leaf"]
+
+
+def main():
+    name, collapsed, json_path, out_path = sys.argv[1:5]
+    samples = defaultdict(int)
+    in_chain = defaultdict(int)
+    exact = defaultdict(int)
+    java = defaultdict(int)
+    for line in open(collapsed):
+        stack, _, weight = line.rstrip("\n").rpartition(" ")
+        frames = stack.split(";")
+        thread = frames[0].strip("[]")
+        if len(frames) > 1 and frames[1].startswith("[lost samples"):
+            continue
+        n = int(weight)
+        samples[thread] += n
+        if "java.lang.Thread.run" in frames:
+            java[thread] += n
+        cls = CHAINS.get(thread)
+        if cls and f"{cls}.burn" in frames:
+            in_chain[thread] += n
+            if exact_chain(frames, cls):
+                exact[thread] += n
+    events = json.load(open(json_path))["recording"]["events"]
+    period = defaultdict(float)
+    arch = os_version = "?"
+    for e in events:
+        v = e["values"]
+        if e["type"] == "jdk.CPUTimeSample":
+            t = (v.get("eventThread") or {}).get("javaName") or "?"
+            period[t] += iso_seconds(v.get("samplingPeriod") or "")
+        elif e["type"] == "jdk.CPUInformation":
+            arch = v.get("cpu", "?")
+        elif e["type"] == "jdk.OSInformation":
+            os_version = v.get("osVersion", "?")[:40]
+    cpu = {}
+    for line in open(out_path):
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "CPU":
+            cpu[parts[1]] = int(parts[2]) / 1e9
+    print(f"\n{name}: recorded on {arch} ({os_version})")
+    print(f"  {'thread':12} {'samples':>7} {'in chain':>8} {'exact':>7} {'Java to run()':>13} "
+          f"{'Σ period s':>10} {'CPU s':>6} {'ratio':>6}")
+    for thread in sorted(cpu, key=lambda t: (t not in CHAINS, t)):
+        n = samples.get(thread, 0)
+        chain = in_chain.get(thread, 0)
+        share = f"{100 * exact[thread] / chain:.1f}%" if chain else "-"
+        jshare = f"{100 * java[thread] / n:.1f}%" if n else "-"
+        ratio = f"{period[thread] / cpu[thread]:.2f}" if cpu[thread] else "-"
+        chain_text = str(chain) if thread in CHAINS else ""
+        print(f"  {thread:12} {n:7} {chain_text:>8} {share if thread in CHAINS else '':>7} "
+              f"{jshare:>13} {period[thread]:10.2f} {cpu[thread]:6.2f} {ratio:>6}")
+
+
+if __name__ == "__main__":
+    main()
