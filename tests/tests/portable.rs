@@ -12,6 +12,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use object::elf;
 use object::read::elf::{FileHeader, SectionTable, Sym};
@@ -170,21 +171,29 @@ fn agrees_with_readelf(path: &Path, needs: &[Need]) {
     );
 }
 
-/// `target/portable/linux-x86_64`, brought up to date by the build script (incremental: a few
-/// seconds when nothing changed).
+/// `target/portable/linux-x86_64`, brought up to date by the build script once per test process
+/// (incremental: a second when nothing changed).
 fn portable_dir() -> PathBuf {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     let script = repo().join("tools/scripts/build-portable.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .output()
-        .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "{} failed ({}):\n{}",
-        script.display(),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let built = BUILT.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(&script)
+            .output()
+            .map_err(|e| format!("running {}: {e}", script.display()))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        Err(format!(
+            "{} failed ({}):\n{}",
+            script.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    });
+    if let Err(e) = built {
+        panic!("{e}");
+    }
     repo().join("target/portable/linux-x86_64")
 }
 
