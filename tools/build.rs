@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn main() {
+/// Sets `JFRNATIVE_COMMIT` for the crate being built (the tools, or the agent: `recorder/build.rs`).
+pub fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by Cargo"));
     println!("cargo:rerun-if-env-changed=JFRNATIVE_COMMIT");
     let commit = from_git(&manifest)
