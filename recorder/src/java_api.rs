@@ -6,7 +6,7 @@
 //! HotSpot looks native methods up in agent libraries too. So one library serves both, and the
 //! Java API never loads a second copy into a JVM that has one.
 //!
-//! Each call runs in [`crate::agent`]'s guard: a panic disables the agent and throws, never
+//! Each call runs in the agent's guard (`agent::ffi_guard`): a panic disables the agent and throws, never
 //! unwinds into the JVM. A failure throws `java.lang.IllegalStateException` with the agent's
 //! message (the one `-agentpath:` would print: "bad agent option 'interval': ...").
 
