@@ -52,6 +52,8 @@ struct Agent {
 static AGENT: OnceLock<Agent> = OnceLock::new();
 /// Held while a recording starts or stops (VMDeath and a `stop` attach may race).
 static LIFECYCLE: Mutex<()> = Mutex::new(());
+/// Held by [`load`], around [`LIFECYCLE`]: loads and commands one at a time.
+static LOAD: Mutex<()> = Mutex::new(());
 /// The writer thread's tid: it is attached to the VM but never sampled.
 static DRAIN_TID: AtomicI32 = AtomicI32::new(0);
 /// Whether the signal handlers are installed (once, by the first recording that starts).
@@ -85,6 +87,9 @@ pub enum Origin {
 /// `status` file, if the options name one, for a tool that cannot see the JVM's stderr.
 pub fn load(vm: Vm, option_text: &str, origin: Origin) -> Result<(), String> {
     let (pid, ts) = (std::process::id(), timestamp());
+    // One load at a time: the Java API's callers are any threads, beside an attach; two first
+    // loads must not both install.
+    let _load = LOAD.lock().map_err(|_| "jfr-native: agent state lost")?;
     let result = options::parse_command(option_text, pid, &ts)
         .map_err(|e| e.to_string())
         .and_then(|command| match AGENT.get() {
@@ -226,19 +231,29 @@ const DUMP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 /// Copies the recording so far into a new file at `path` (the Java API's `dump`); the
 /// recording goes on. Returns the bytes written.
 pub fn dump(path: &std::path::Path) -> Result<u64, String> {
-    let agent = AGENT
-        .get()
-        .filter(|a| current_options(a).is_some())
-        .ok_or("jfr-native: dump: no recording is running")?;
-    let answer = crate::writer::dump::request(path)?;
-    if let Some(writer) = agent
-        .drain
-        .lock()
-        .ok()
-        .and_then(|d| d.as_ref().map(|h| h.thread().clone()))
-    {
+    let not_running = "jfr-native: dump: no recording is running";
+    let agent = AGENT.get().ok_or(not_running)?;
+    let answer = {
+        // Queued under the lifecycle lock: a stop waits for the writer, which answers every
+        // request it has not served (see `run_drain`), so none is left for a later recording.
+        let _lifecycle = LIFECYCLE
+            .lock()
+            .map_err(|_| "jfr-native: agent state lost")?;
+        let writer = agent
+            .drain
+            .lock()
+            .ok()
+            .and_then(|d| d.as_ref().map(|h| h.thread().clone()));
+        // A writer that stopped on a write error leaves the options set: RECORDING says so.
+        let Some(writer) = writer
+            .filter(|_| current_options(agent).is_some() && RECORDING.load(Ordering::Acquire))
+        else {
+            return Err(not_running.into());
+        };
+        let answer = crate::writer::dump::request(path)?;
         writer.unpark();
-    }
+        answer
+    };
     match answer.recv_timeout(DUMP_TIMEOUT) {
         Ok(result) => result,
         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(format!(
@@ -738,6 +753,11 @@ fn run_drain(
             return;
         }
     };
+    // Requests of an earlier recording that nobody answered (none should be): refused, never
+    // served from this one.
+    for request in crate::writer::dump::take_pending() {
+        crate::writer::dump::refuse(request);
+    }
     let _ = ready.send(Ok(()));
     let mut scanner = (options_threads == options::Threads::All).then(|| {
         crate::process_threads::Scanner::new(

@@ -62,7 +62,10 @@ pub extern "system" fn Java_io_jfrnative_JfrNative_execute0(
 ) {
     guarded(env, "JfrNative.execute0", (), |jni| {
         let Some(text) = jni.string_text(command) else {
-            return jni.throw(ILLEGAL_STATE, "jfr-native: no command (null)");
+            return jni.throw(
+                ILLEGAL_STATE,
+                "jfr-native: no command (null, or not valid Unicode)",
+            );
         };
         let Some(vm) = jni.java_vm() else {
             return jni.throw(ILLEGAL_STATE, "jfr-native: GetJavaVM failed");
@@ -98,7 +101,10 @@ pub extern "system" fn Java_io_jfrnative_JfrNative_dump0(
 ) {
     guarded(env, "JfrNative.dump0", (), |jni| {
         let Some(path) = jni.string_text(path) else {
-            return jni.throw(ILLEGAL_STATE, "jfr-native: dump: no path (null)");
+            return jni.throw(
+                ILLEGAL_STATE,
+                "jfr-native: dump: no path (null, or not valid Unicode)",
+            );
         };
         if let Err(message) = agent::dump(std::path::Path::new(&path)) {
             jni.throw(ILLEGAL_STATE, &message);

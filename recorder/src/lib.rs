@@ -29,10 +29,11 @@
 //! walks the native frames within the thread's stack bounds, then the Java frames, and writes
 //! one record into a shared ring → the writer thread turns records into events.
 //!
-//! `unsafe` lives in `jvmti/`, `os`, `fault` (the recoverable read and the fault hook),
-//! `sampling` (`perf`'s counters, `ucontext`, `slots`' table, the shared `buffers`),
-//! `hotspot` (reading the JVM's tables, `agct`), `unwind` (`codemap` publishing and freeing
-//! snapshots; `tables` mapping a library, copying the vDSO) and the entry points below.
+//! `unsafe` lives in `arch` (a signal's registers, the fault-safe load), `jvmti/`, `os`,
+//! `fault` (the recoverable read and the fault hook), `sampling` (`perf`'s counters,
+//! `ucontext`, `slots`' table, the shared `buffers`), `hotspot` (reading the JVM's tables,
+//! `agct`), `unwind` (`codemap` publishing and freeing snapshots; `tables` mapping a library,
+//! copying the vDSO) and the entry points below.
 
 mod agent;
 pub mod arch;

@@ -48,8 +48,9 @@ pub fn check() -> Result<(), String> {
     match other_copies(&maps, own_address).first() {
         None => Ok(()),
         Some(other) => Err(format!(
-            "jfr-native: another copy of the agent is loaded in this JVM ({other}): give its \
-             path to the attach, or use the Java API, which reaches it"
+            "jfr-native: another copy of the agent is loaded in this JVM ({other}): one agent per \
+             JVM; load that path (an attach), or drive it (the Java API reaches an agent loaded \
+             by -agentpath: or an attach)"
         )),
     }
 }

@@ -100,5 +100,6 @@ fn interpreted_math_calls_keep_their_java_stack() {
             jdk.name()
         );
         assert!(whole >= MIN_WITH_JAVA_STACK, "{}: {whole:.3}", jdk.name());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -157,7 +157,7 @@ fn readelf_pairs(path: &Path) -> Option<BTreeSet<(String, String)>> {
 /// Cross-checks the reader against readelf on `path`, when readelf is installed.
 fn agrees_with_readelf(path: &Path, needs: &[Need]) {
     let Some(theirs) = readelf_pairs(path) else {
-        eprintln!("readelf not found: {} not cross-checked", path.display());
+        tests::jdk::missing("readelf (binutils)", "the portable test's cross-check");
         return;
     };
     let ours = pairs(needs);
@@ -242,10 +242,14 @@ fn host_glibc() -> Option<Vec<u32>> {
 #[test]
 fn normal_build_needs_a_newer_glibc() {
     let host = host_glibc();
-    if host
-        .as_ref()
-        .is_none_or(|h| h.as_slice() <= BASELINE.as_slice())
-    {
+    let Some(host) = host else {
+        tests::jdk::missing(
+            "getconf GNU_LIBC_VERSION",
+            "the proof that the glibc check can fail",
+        );
+        return;
+    };
+    if host.as_slice() <= BASELINE.as_slice() {
         eprintln!("skipped: this machine's glibc ({host:?}) is not newer than 2.17");
         return;
     }

@@ -104,18 +104,26 @@ for n in names:
     shutil.copy2(a, b)
 ' "$root" "$src"
     build_root=$src
+    # The copy is no git work tree: a repository above it ($HOME's own) must not be taken
+    # for it by the build script, which names the commit from JFRNATIVE_COMMIT then.
+    export GIT_CEILING_DIRECTORIES=$(dirname "$src")
 else
     build_root=$root # a source tarball: built where it is
 fi
 cd "$build_root"
 sysroot=$(rustc --print sysroot)
 # The most specific prefix last: rustc applies the last --remap-path-prefix that matches.
-remap="--remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$sysroot=/rustc-sysroot"
-remap+=" --remap-path-prefix=$build_root=/jfr-native --remap-path-prefix=$build_dir=/build"
+# CARGO_ENCODED_RUSTFLAGS (separated by 0x1f): a path with a space stays one flag.
+sep=$'\x1f'
+remap="--remap-path-prefix=$cargo_home=/cargo$sep--remap-path-prefix=$sysroot=/rustc-sysroot"
+remap+="$sep--remap-path-prefix=$build_root=/jfr-native$sep--remap-path-prefix=$build_dir=/build"
 # The C compiled by build scripts (ring's) through zig cc: the same maps for __FILE__.
 cmap="-ffile-prefix-map=$cargo_home=/cargo -ffile-prefix-map=$build_root=/jfr-native"
 cmap+=" -ffile-prefix-map=$build_dir=/build"
-export RUSTFLAGS="$remap -C link-arg=-Wl,--build-id=sha1 ${PORTABLE_RUSTFLAGS:-}"
+encoded="$remap$sep-Clink-arg=-Wl,--build-id=sha1"
+for flag in ${PORTABLE_RUSTFLAGS:-}; do encoded+="$sep$flag"; done
+unset RUSTFLAGS
+export CARGO_ENCODED_RUSTFLAGS=$encoded
 export CFLAGS_${triple//-/_}="$cmap"
 export CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_STRIP=symbols
 

@@ -137,6 +137,8 @@ for need in org/junit/jupiter/junit-jupiter-engine/5.14.1 org/openjdk/jmh/jmh-ge
     [ -d "$m2/$need" ] || offline=()
 done
 echo "maven.sh: $project: ${offline[*]:-online (first run: fetching its plugins and dependencies)}"
+# Reports of an earlier run must not stand in for this one's.
+rm -rf "$root/target/maven/maven-api/surefire-reports"
 mvn "${mvn_flags[@]}" "${offline[@]}" -f "$project/pom.xml" verify \
     -Djfrnative.out="$out" -Djfrnative.compare="${1:-}" -Dcompare.runs="${RUNS:-50}" \
     >"$out/mvn.txt" 2>&1 || status=$?

@@ -31,7 +31,8 @@ if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
 fi
 
 export PATH=${CARGO_HOME:-$HOME/.cargo}/bin:$PATH
-if ! command -v cargo-about >/dev/null; then
+# The version is pinned: another one may write THIRD-PARTY-LICENSES.txt otherwise.
+if [ "$(cargo-about --version 2>/dev/null)" != "cargo-about $about_version" ]; then
     echo "release: installing cargo-about $about_version from crates.io" >&2
     cargo install -q --locked cargo-about --features cli --version "$about_version"
 fi

@@ -19,6 +19,10 @@ pub const ELF_ARCHITECTURE: object::Architecture = object::Architecture::Aarch64
 /// (`R_AARCH64_JUMP_SLOT`, `R_AARCH64_GLOB_DAT`).
 pub const SLOT_RELOCATIONS: [u32; 2] = [1026, 1025];
 
+/// Whether a timer id of qemu-user's shape is taken as the agent's own. aarch64 is tested under qemu-user here, whose timer ids are not the kernel's (see
+/// `sampling::source::same_timer`).
+pub const QEMU_TIMER_IDS: bool = true;
+
 /// Whether the HotSpot frame walk ([`crate::hotspot::javawalk`]) knows this architecture's
 /// frames and stubs: not yet (its frame layouts, stubs and instruction decoding are
 /// x86_64's); Java frames come from AsyncGetCallTrace alone.

@@ -17,6 +17,9 @@ pub const ELF_ARCHITECTURE: object::Architecture = object::Architecture::X86_64;
 /// (`R_X86_64_JUMP_SLOT`, `R_X86_64_GLOB_DAT`).
 pub const SLOT_RELOCATIONS: [u32; 2] = [7, 6];
 
+/// Whether a timer id of qemu-user's shape is taken as the agent's own. x86_64 is tested natively here: a timer's id must always match.
+pub const QEMU_TIMER_IDS: bool = false;
+
 /// Whether the HotSpot frame walk ([`crate::hotspot::javawalk`]) knows this architecture's
 /// frames and stubs.
 pub const VM_WALK: bool = true;

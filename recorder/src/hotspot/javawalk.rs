@@ -883,9 +883,10 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     /// The sender of a stub without a frame size that made an rbp frame (`enter()`), after
     /// which some (the nmethod entry barrier) leave one more word: the return address is at
     /// rbp+8 or rbp+16, and exactly one must be a call site. The one at rbp+16 is taken only
-    /// in an nmethod (whose entry the barrier guards): a stub called by the interpreter's
-    /// math entry (`Math.sin` in an interpreted method) has the entry's return address at
-    /// rbp+8 and the interpreted caller's at rbp+16, both in the interpreter with its frame.
+    /// in an nmethod or a native method's wrapper (whose entries the barrier guards): a stub
+    /// called by the interpreter's math entry (`Math.sin` in an interpreted method) has the
+    /// entry's return address at rbp+8 and the interpreted caller's at rbp+16, both in the
+    /// interpreter with its frame.
     fn rbp_sender(&self, at: At) -> Option<At> {
         if at.fp <= at.sp || at.fp % 8 != 0 {
             return None;
@@ -901,7 +902,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 && !self
                     .layout
                     .find_blob(pc)
-                    .is_some_and(|b| b.kind == BlobKind::Nmethod)
+                    .is_some_and(|b| matches!(b.kind, BlobKind::Nmethod | BlobKind::NativeNmethod))
             {
                 continue;
             }

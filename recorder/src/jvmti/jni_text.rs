@@ -31,32 +31,38 @@ impl Jni {
         (rc == 0 && !vm.is_null()).then_some(Vm(vm))
     }
 
-    /// The text of a `java.lang.String` (`GetStringUTFChars`: modified UTF-8, which equals
-    /// UTF-8 outside NUL and supplementary characters; those become U+FFFD). `None` for null.
+    /// The text of a `java.lang.String`, read as its UTF-16 code units (`GetStringRegion`):
+    /// exact for every character, supplementary ones and NUL included. `None` for null, and
+    /// for a string that is not valid Unicode (a lone surrogate).
     pub fn string_text(&self, string: JObject) -> Option<String> {
         if string.is_null() {
             return None;
         }
-        let get = self.slot(|t| t.GetStringUTFChars)?;
-        let release = self.slot(|t| t.ReleaseStringUTFChars)?;
-        // SAFETY: GetStringUTFChars is const char* (JNIEnv*, jstring, jboolean*) (jni.h).
-        let get: unsafe extern "system" fn(JniEnv, JObject, *mut u8) -> *const c_char =
-            unsafe { std::mem::transmute(get) };
-        // SAFETY: ReleaseStringUTFChars is void (JNIEnv*, jstring, const char*) (jni.h).
-        let release: unsafe extern "system" fn(JniEnv, JObject, *const c_char) =
-            unsafe { std::mem::transmute(release) };
-        // SAFETY: a live local reference to a String; a null is-copy pointer is allowed.
-        let chars = unsafe { get(self.0, string, ptr::null_mut()) };
-        if chars.is_null() {
-            return None; // OutOfMemoryError pending
-        }
-        // SAFETY: the JVM returned a NUL-terminated string, valid until released below.
-        let text = unsafe { CStr::from_ptr(chars) }
-            .to_string_lossy()
-            .into_owned();
-        // SAFETY: the pointer GetStringUTFChars returned for this string, released once.
-        unsafe { release(self.0, string, chars) };
-        Some(text)
+        let length = self.slot(|t| t.GetStringLength)?;
+        let region = self.slot(|t| t.GetStringRegion)?;
+        // SAFETY: GetStringLength is jsize (JNIEnv*, jstring) (jni.h).
+        let length: unsafe extern "system" fn(JniEnv, JObject) -> i32 =
+            unsafe { std::mem::transmute(length) };
+        // SAFETY: GetStringRegion is void (JNIEnv*, jstring, jsize, jsize, jchar*) (jni.h).
+        let region: unsafe extern "system" fn(JniEnv, JObject, i32, i32, *mut u16) =
+            unsafe { std::mem::transmute(region) };
+        // SAFETY: a live local reference to a String.
+        let units = unsafe { length(self.0, string) };
+        let mut buffer = vec![0u16; usize::try_from(units).ok()?];
+        // SAFETY: the region [0, units) of the string, into a buffer of `units` code units.
+        unsafe { region(self.0, string, 0, units, buffer.as_mut_ptr()) };
+        String::from_utf16(&buffer).ok()
+    }
+
+    /// Whether an exception is pending on this thread (`ExceptionCheck`).
+    fn exception_pending(&self) -> bool {
+        let Some(slot) = self.slot(|t| t.ExceptionCheck) else {
+            return false;
+        };
+        // SAFETY: ExceptionCheck is jboolean (JNIEnv*) (jni.h).
+        let check: unsafe extern "system" fn(JniEnv) -> u8 = unsafe { std::mem::transmute(slot) };
+        // SAFETY: this thread's env.
+        unsafe { check(self.0) != 0 }
     }
 
     /// A new `java.lang.String` (`NewStringUTF`; a NUL in `text` ends it); null on failure.
@@ -75,6 +81,9 @@ impl Jni {
     /// Throws a new `class` (a `java.lang` exception with a `(String)` constructor) with
     /// `message`, unless an exception is already pending.
     pub fn throw(&self, class: &CStr, message: &str) {
+        if self.exception_pending() {
+            return;
+        }
         let (Some(find), Some(throw)) = (self.slot(|t| t.FindClass), self.slot(|t| t.ThrowNew))
         else {
             return;

@@ -31,9 +31,11 @@ pub struct TableStats {
     pub build_cpu_ns: u64,
 }
 
-/// A library's identity: the same path (deleted since or not) and inode at the same address is
-/// the same mapping.
-type Key = (String, u64, u64);
+/// A library's identity: the same path (deleted since or not), inode and device, mapped over
+/// the same addresses, is the same file (tables are kept across recordings: a library
+/// replaced in between differs in one of them, barring an inode reused for a file of the very
+/// same mapped size at the very same address).
+type Key = (String, u64, u64, u64, u64);
 
 /// The tables of the libraries seen so far.
 #[derive(Debug, Default)]
@@ -141,9 +143,11 @@ fn build_for(lib: &Library, page_size: u64) -> Result<(Built, Source), String> {
 }
 
 impl Tables {
-    /// These tables for a new recording: its build time counts from zero.
+    /// These tables for a new recording: its build time counts from zero, and a library whose
+    /// table could not be built is tried again.
     pub fn for_new_recording(mut self) -> Tables {
         self.build_cpu_ns = 0;
+        self.built.retain(|_, table| table.is_some());
         self
     }
 
@@ -154,7 +158,7 @@ impl Tables {
         let page_size = page_size();
         let keys: Vec<Key> = libraries
             .iter()
-            .map(|l| (file_path(l).to_string(), l.inode, l.base))
+            .map(|l| (file_path(l).to_string(), l.inode, l.dev, l.base, l.top))
             .collect();
         self.built.retain(|k, _| keys.contains(k));
         self.from_memory.retain(|k| keys.contains(k));

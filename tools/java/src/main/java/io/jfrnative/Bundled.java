@@ -95,16 +95,21 @@ public final class Bundled {
             Path dir = Files.createTempDirectory(
                     "jfrnative-", PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
             Path file = dir.resolve(name);
+            try {
+                Set<PosixFilePermission> rw = PosixFilePermissions.fromString("rw-------");
+                try (OutputStream out = Channels.newOutputStream(Files.newByteChannel(file,
+                        EnumSet.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
+                        PosixFilePermissions.asFileAttribute(rw)))) {
+                    in.transferTo(out);
+                }
+                Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("r-x------"));
+            } catch (IOException | RuntimeException e) {
+                delete(file); // a partial copy and its directory are not left behind
+                throw e;
+            }
             if (deleteAtExit) {
                 deleteAtExit(file);
             }
-            Set<PosixFilePermission> rw = PosixFilePermissions.fromString("rw-------");
-            try (OutputStream out = Channels.newOutputStream(Files.newByteChannel(file,
-                    EnumSet.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
-                    PosixFilePermissions.asFileAttribute(rw)))) {
-                in.transferTo(out);
-            }
-            Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("r-x------"));
             return file;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot unpack " + resource + ": " + e.getMessage(), e);

@@ -177,7 +177,10 @@ public final class JfrNative {
     public static Recording record(Path file, Duration interval) {
         JfrNative agent = get();
         agent.start(file, interval);
-        return new Recording(agent, file.toAbsolutePath());
+        // The file as the agent took it (it expands %p and %t): close() stops this recording
+        // only, not one another caller started meanwhile.
+        Path started = agent.file().orElse(file.toAbsolutePath());
+        return new Recording(agent, started);
     }
 
     /**

@@ -46,6 +46,17 @@ final class Files2 {
         return out;
     }
 
+    /** The count of events of {@code type} in the output of {@code jfr summary} (-1 if absent). */
+    static long eventCount(String summary, String type) {
+        for (String line : summary.split("\n")) {
+            String[] fields = line.trim().split("\\s+");
+            if (fields.length >= 2 && fields[0].equals(type)) {
+                return Long.parseLong(fields[1]);
+            }
+        }
+        return -1;
+    }
+
     /** The JDK's own tool next to this JVM (jfr). */
     static String jdkTool(String name) {
         return Paths.get(System.getProperty("java.home"), "bin", name).toString();

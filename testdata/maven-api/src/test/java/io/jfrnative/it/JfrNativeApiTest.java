@@ -94,14 +94,17 @@ class JfrNativeApiTest {
         agent.dump(copy);
         assertTrue(agent.isRunning());
         String summary = Files2.run(Files2.jdkTool("jfr"), "summary", copy.toString());
-        assertTrue(summary.contains("jdk.CPUTimeSample"), summary);
+        // The summary lists every declared type, with 0 events too: the count must be > 0.
+        assertTrue(Files2.eventCount(summary, "jdk.CPUTimeSample") > 0, summary);
         // A second dump to the same file: the file exists, the agent refuses.
         IllegalStateException again = assertThrows(IllegalStateException.class, () -> agent.dump(copy));
         System.out.println("dump to an existing file: " + again.getMessage());
         Workload.spinFor(200);
         agent.stop();
         assertFalse(agent.isRunning());
-        Files2.run(Files2.jdkTool("jfr"), "summary", dir.resolve("live.jfr").toString());
+        String live = Files2.run(Files2.jdkTool("jfr"), "summary", dir.resolve("live.jfr").toString());
+        assertTrue(Files2.eventCount(live, "jdk.CPUTimeSample") > Files2.eventCount(summary, "jdk.CPUTimeSample"),
+                "the whole recording has more samples than the dump taken before its end:\n" + live);
         IllegalStateException notRunning = assertThrows(IllegalStateException.class,
                 () -> agent.dump(dir.resolve("after-stop.jfr")));
         System.out.println("dump without a recording: " + notRunning.getMessage());
@@ -169,8 +172,11 @@ class JfrNativeApiTest {
         assertTrue(out.contains("mappings=[" + lib + "]\n"), out);
         assertTrue(out.contains("file=" + jfr + "\n"), out);
         assertTrue(out.contains("running after stop=false\n"), out);
-        Files2.run(Files2.jdkTool("jfr"), "summary", jfr.toString());
-        Files2.run(Files2.jdkTool("jfr"), "summary", dir.resolve("dump.jfr").toString());
+        String whole = Files2.run(Files2.jdkTool("jfr"), "summary", jfr.toString());
+        String dumped = Files2.run(Files2.jdkTool("jfr"), "summary", dir.resolve("dump.jfr").toString());
+        // Samples, not only the declared type (300 ms of spinning before the dump).
+        assertTrue(Files2.eventCount(whole, "jdk.CPUTimeSample") > 0, whole);
+        assertTrue(Files2.eventCount(dumped, "jdk.CPUTimeSample") > 0, dumped);
         assertNotEquals(0, Files.size(jfr));
     }
 
@@ -208,6 +214,9 @@ class JfrNativeApiTest {
         assertTrue(out.contains("mappings=[" + lib + "]\n"), out);
         assertTrue(out.contains("file=" + jfr + "\n"), out);
         assertTrue(out.contains("running after stop=false\n"), out);
-        Files2.run(Files2.jdkTool("jfr"), "summary", jfr.toString());
+        String whole = Files2.run(Files2.jdkTool("jfr"), "summary", jfr.toString());
+        String dumped = Files2.run(Files2.jdkTool("jfr"), "summary", dir.resolve("dump.jfr").toString());
+        assertTrue(Files2.eventCount(whole, "jdk.CPUTimeSample") > 0, whole);
+        assertTrue(Files2.eventCount(dumped, "jdk.CPUTimeSample") > 0, dumped);
     }
 }

@@ -89,6 +89,11 @@ public final class JfrNativeProfiler implements ExternalProfiler {
         Map<String, String> given = parse(initLine);
         interval = given.getOrDefault("interval", "10ms");
         dir = Paths.get(given.getOrDefault("dir", System.getProperty("user.dir"))).toAbsolutePath();
+        if (dir.toString().indexOf(',') >= 0 || dir.toString().indexOf('%') >= 0) {
+            // The recording's path goes into the agent's options: ',' separates them, and the
+            // agent expands %p and %t.
+            throw new ProfilerException("jfrnative: dir=" + dir + ": a directory with ',' or '%' cannot be given to the agent");
+        }
         threads = given.getOrDefault("threads", "java");
         agentOptions = given.getOrDefault("agent", "");
         symbolizerOption = given.get("symbolizer");
@@ -231,15 +236,22 @@ public final class JfrNativeProfiler implements ExternalProfiler {
     }
 
     private static void run(String... command) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        byte[] out = p.getInputStream().readAllBytes();
-        if (!p.waitFor(10, TimeUnit.MINUTES)) {
-            p.destroyForcibly();
-            throw new IOException(String.join(" ", command) + ": still running after 10 minutes");
-        }
-        if (p.exitValue() != 0) {
-            throw new IOException(String.join(" ", command) + " exited " + p.exitValue() + ": "
-                    + new String(out, StandardCharsets.UTF_8).trim());
+        // The output goes to a file, not a pipe read before waiting: a hung command then ends
+        // at the timeout instead of blocking the read forever.
+        Path log = Files.createTempFile("jfrnative-symbolize-", ".log");
+        try {
+            Process p = new ProcessBuilder(command).redirectErrorStream(true)
+                    .redirectOutput(log.toFile()).start();
+            if (!p.waitFor(10, TimeUnit.MINUTES)) {
+                p.destroyForcibly();
+                throw new IOException(String.join(" ", command) + ": still running after 10 minutes");
+            }
+            if (p.exitValue() != 0) {
+                throw new IOException(String.join(" ", command) + " exited " + p.exitValue() + ": "
+                        + new String(Files.readAllBytes(log), StandardCharsets.UTF_8).trim());
+            }
+        } finally {
+            Files.deleteIfExists(log);
         }
     }
 
