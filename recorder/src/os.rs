@@ -265,3 +265,22 @@ pub fn read_own_memory(address: u64, buf: &mut [u8]) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Whether the object already loaded from `path` exports `symbol`: `dlopen` with
+/// `RTLD_NOLOAD`, which loads nothing (false if no object of that name is loaded).
+pub fn loaded_object_exports(path: &str, symbol: &std::ffi::CStr) -> bool {
+    let Ok(path) = std::ffi::CString::new(path) else {
+        return false;
+    };
+    // SAFETY: RTLD_NOLOAD returns a handle only to an object already loaded (nothing is
+    // mapped, no constructor runs); a NUL-terminated path.
+    let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    if handle.is_null() {
+        return false;
+    }
+    // SAFETY: a live handle and a NUL-terminated name.
+    let found = !unsafe { libc::dlsym(handle, symbol.as_ptr()) }.is_null();
+    // SAFETY: the handle dlopen gave above, released once (it took one reference).
+    unsafe { libc::dlclose(handle) };
+    found
+}

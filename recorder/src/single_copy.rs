@@ -3,9 +3,9 @@
 //! again with its own signal, timers and writer. Its first load refuses, naming the copy that
 //! is there; the Java API and a load of the same path reach the copy that is there instead.
 
-/// The paths of the other copies of the agent mapped in this process (`maps`: the text of
-/// `/proc/self/maps`), given an address inside this copy: files named `libjfrnative*` (a
-/// deleted one keeps its " (deleted)" suffix) other than the one holding `own_address`.
+/// The paths of the other files named `libjfrnative*` mapped in this process (`maps`: the text
+/// of `/proc/self/maps`; a deleted one keeps its " (deleted)" suffix), given an address inside
+/// this copy: candidates, each an agent only if it exports the agent's entry point.
 pub fn other_copies(maps: &str, own_address: u64) -> Vec<String> {
     let mut own = None;
     let mut copies: Vec<&str> = Vec::new();
@@ -41,11 +41,20 @@ pub fn other_copies(maps: &str, own_address: u64) -> Vec<String> {
         .collect()
 }
 
-/// Refuses the load if another copy of the agent is in this process.
+/// Refuses the load if another copy of the agent is in this process: a library named
+/// `libjfrnative*` that is an agent (it exports `Agent_OnAttach`; a JNI library of that name,
+/// such as the demo's `libjfrnative_demo.so`, is not).
 pub fn check() -> Result<(), String> {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     let own_address = check as fn() -> Result<(), String> as usize as u64;
-    match other_copies(&maps, own_address).first() {
+    let agents: Vec<String> = other_copies(&maps, own_address)
+        .into_iter()
+        .filter(|path| {
+            let loaded = path.strip_suffix(" (deleted)").unwrap_or(path);
+            crate::os::loaded_object_exports(loaded, c"Agent_OnAttach")
+        })
+        .collect();
+    match agents.first() {
         None => Ok(()),
         Some(other) => Err(format!(
             "jfr-native: another copy of the agent is loaded in this JVM ({other}): one agent per \
