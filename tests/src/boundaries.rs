@@ -658,13 +658,22 @@ const AS_CARRIER: [&str; 4] = [
 ];
 
 /// Whether a sample written as a carrier was taken while a virtual thread ran code as its
-/// carrier (the `AS_CARRIER` list).
+/// carrier (the `AS_CARRIER` list). Those frames can be out of sight: `work` parks, and C2
+/// inlines the park (`VirtualThread.park`, `yieldContinuation`, the switch to the carrier) into
+/// it; at a pc between safepoints the agent writes the compiled method alone (its inlined
+/// scopes are not known there), so the top frame is the compiled `work` itself. Such a sample
+/// (one in 2,285 of a JDK 21 run) is in the window too; an interpreted `work` shows every frame.
 pub fn in_carrier_window(s: &Sample) -> bool {
+    let parks_inlined = s
+        .java
+        .first()
+        .is_some_and(|f| f.is("VthreadChains", "work") && f.kind == "JIT compiled");
     !s.is_virtual
         && s.java.iter().any(chain_frame)
-        && s.java.iter().any(|f| {
-            f.class == "java.lang.VirtualThread" && AS_CARRIER.contains(&f.method.as_str())
-        })
+        && (parks_inlined
+            || s.java.iter().any(|f| {
+                f.class == "java.lang.VirtualThread" && AS_CARRIER.contains(&f.method.as_str())
+            }))
 }
 
 /// Whether a sample taken while a virtual thread ran code as its carrier is whole, as the JDK
