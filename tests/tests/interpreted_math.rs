@@ -15,9 +15,11 @@ use tests::jdk::matrix_jdks;
 use tests::readers::{jfr_json, jvm_code_ranges};
 use tests::workload::{agent_library, build_once, javac, run_java};
 
-/// At least this share of the samples have the loop's Java frame (measured after the fix:
-/// 0.996 to 0.999 on JDK 11 to 25; every sample in a libm stub whole).
-const MIN_WITH_JAVA_STACK: f64 = 0.98;
+/// At least this share of the samples in a libm stub have the loop's Java frame (measured
+/// after the fix: all of them, on JDK 11 to 25; before it, about a third of them had no Java
+/// stack). Not all samples: under `-Xint` the JVM's own start and exit (the launcher loading
+/// the main class, `Thread.exit`) take 2 to 4 % of the main thread's samples, outside the loop.
+const MIN_WITH_JAVA_STACK: f64 = 0.99;
 /// At least this share of the samples are in a libm stub (the case under test: measured
 /// 0.74 to 0.80).
 const MIN_IN_MATH_STUB: f64 = 0.10;
@@ -99,7 +101,13 @@ fn interpreted_math_calls_keep_their_java_stack() {
             "{}: {stub_share:.3}",
             jdk.name()
         );
-        assert!(whole >= MIN_WITH_JAVA_STACK, "{}: {whole:.3}", jdk.name());
+        let stub_share_whole = stub_whole as f64 / in_stub.len() as f64;
+        assert!(
+            stub_share_whole >= MIN_WITH_JAVA_STACK,
+            "{}: {stub_whole} of {} samples in a libm stub have the loop's Java frame",
+            jdk.name(),
+            in_stub.len()
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
