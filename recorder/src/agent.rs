@@ -755,9 +755,7 @@ fn run_drain(
     };
     // Requests of an earlier recording that nobody answered (none should be): refused, never
     // served from this one.
-    for request in crate::writer::dump::take_pending() {
-        crate::writer::dump::refuse(request);
-    }
+    crate::writer::dump::refuse_pending();
     let _ = ready.send(Ok(()));
     let mut scanner = (options_threads == options::Threads::All).then(|| {
         crate::process_threads::Scanner::new(
@@ -792,9 +790,7 @@ fn run_drain(
         }
         cpu.time(Part::Chunks, || drain.maybe_write_status());
     }
-    for request in crate::writer::dump::take_pending() {
-        crate::writer::dump::refuse(request);
-    }
+    crate::writer::dump::refuse_pending();
     let (mut summary, result) = cpu.time(Part::Chunks, || drain.finish());
     summary.writer_cpu = cpu;
     match result {

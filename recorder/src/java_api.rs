@@ -52,6 +52,28 @@ pub extern "system" fn Java_io_jfrnative_JfrNative_version0(
     })
 }
 
+/// A native method taking one `String` and returning nothing: its text to `f`, whose error
+/// (or a null or invalid string, named by `what_arg`) is thrown as `IllegalStateException`.
+fn with_text(
+    env: JniEnv,
+    what: &'static str,
+    string: JObject,
+    what_arg: &str,
+    f: impl FnOnce(&Jni, &str) -> Result<(), String>,
+) {
+    guarded(env, what, (), |jni| {
+        let result = match jni.string_text(string) {
+            Some(text) => f(jni, &text),
+            None => Err(format!(
+                "jfr-native: no {what_arg} (null, or not valid Unicode)"
+            )),
+        };
+        if let Err(message) = result {
+            jni.throw(ILLEGAL_STATE, &message);
+        }
+    })
+}
+
 /// `void execute0(String command)`: `stop`, or the options of a new recording (as after
 /// `-agentpath:libjfrnative.so=`).
 #[no_mangle]
@@ -60,20 +82,16 @@ pub extern "system" fn Java_io_jfrnative_JfrNative_execute0(
     _class: JObject,
     command: JObject,
 ) {
-    guarded(env, "JfrNative.execute0", (), |jni| {
-        let Some(text) = jni.string_text(command) else {
-            return jni.throw(
-                ILLEGAL_STATE,
-                "jfr-native: no command (null, or not valid Unicode)",
-            );
-        };
-        let Some(vm) = jni.java_vm() else {
-            return jni.throw(ILLEGAL_STATE, "jfr-native: GetJavaVM failed");
-        };
-        if let Err(message) = agent::load(vm, &text, agent::Origin::JavaApi) {
-            jni.throw(ILLEGAL_STATE, &message);
-        }
-    })
+    with_text(
+        env,
+        "JfrNative.execute0",
+        command,
+        "command",
+        |jni, text| {
+            let vm = jni.java_vm().ok_or("jfr-native: GetJavaVM failed")?;
+            agent::load(vm, text, agent::Origin::JavaApi)
+        },
+    )
 }
 
 /// `boolean isRunning0()`.
@@ -99,15 +117,7 @@ pub extern "system" fn Java_io_jfrnative_JfrNative_dump0(
     _class: JObject,
     path: JObject,
 ) {
-    guarded(env, "JfrNative.dump0", (), |jni| {
-        let Some(path) = jni.string_text(path) else {
-            return jni.throw(
-                ILLEGAL_STATE,
-                "jfr-native: dump: no path (null, or not valid Unicode)",
-            );
-        };
-        if let Err(message) = agent::dump(std::path::Path::new(&path)) {
-            jni.throw(ILLEGAL_STATE, &message);
-        }
+    with_text(env, "JfrNative.dump0", path, "dump path", |_, path| {
+        agent::dump(std::path::Path::new(path)).map(drop)
     })
 }

@@ -56,11 +56,14 @@ pub fn serve(request: DumpRequest, output: Option<&Output>) {
     let _ = request.reply.send(result);
 }
 
-/// Answers a request the writer can no longer serve (the recording stopped).
-pub fn refuse(request: DumpRequest) {
-    let _ = request.reply.send(Err(
-        "jfr-native: dump: the recording stopped before the dump".into(),
-    ));
+/// Answers every pending request the writer will not serve (its recording stopped, or they
+/// were left by an earlier one).
+pub fn refuse_pending() {
+    for request in take_pending() {
+        let _ = request.reply.send(Err(
+            "jfr-native: dump: the recording stopped before the dump".into(),
+        ));
+    }
 }
 
 /// Copies the chunks into a new file at `path` (never through a link, never over a file).

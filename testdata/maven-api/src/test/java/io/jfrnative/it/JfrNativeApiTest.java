@@ -168,15 +168,7 @@ class JfrNativeApiTest {
         String out = Files.readString(dir.resolve("jvm.txt"));
         System.out.println(out);
         assertEquals(0, p.exitValue(), out);
-        assertTrue(out.contains("origin=agent already loaded\n"), out);
-        assertTrue(out.contains("mappings=[" + lib + "]\n"), out);
-        assertTrue(out.contains("file=" + jfr + "\n"), out);
-        assertTrue(out.contains("running after stop=false\n"), out);
-        String whole = Files2.run(Files2.jdkTool("jfr"), "summary", jfr.toString());
-        String dumped = Files2.run(Files2.jdkTool("jfr"), "summary", dir.resolve("dump.jfr").toString());
-        // Samples, not only the declared type (300 ms of spinning before the dump).
-        assertTrue(Files2.eventCount(whole, "jdk.CPUTimeSample") > 0, whole);
-        assertTrue(Files2.eventCount(dumped, "jdk.CPUTimeSample") > 0, dumped);
+        assertAgentPresentRun(out, lib, jfr, dir);
         assertNotEquals(0, Files.size(jfr));
     }
 
@@ -210,6 +202,16 @@ class JfrNativeApiTest {
         String out = Files.readString(log);
         System.out.println(out);
         assertEquals(0, p.exitValue(), out);
+        assertAgentPresentRun(out, lib, jfr, dir);
+    }
+
+    /**
+     * What {@link AgentPresentMain} printed and left, in a JVM that had the agent {@code lib}
+     * recording to {@code jfr}: the API used that agent (one mapping, its file), stopped it, and
+     * both the recording and the dump in {@code dir} hold samples (300 ms of spinning before the
+     * dump), not only the declared type.
+     */
+    private static void assertAgentPresentRun(String out, Path lib, Path jfr, Path dir) throws Exception {
         assertTrue(out.contains("origin=agent already loaded\n"), out);
         assertTrue(out.contains("mappings=[" + lib + "]\n"), out);
         assertTrue(out.contains("file=" + jfr + "\n"), out);
