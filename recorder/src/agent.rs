@@ -11,7 +11,7 @@ use crate::hotspot::agct;
 use crate::hotspot::threads::ThreadLayout;
 use crate::hotspot::{self, codecache};
 use crate::jvmti::sys::*;
-use crate::jvmti::{JObject, Jni, JniEnv, Jvmti, JvmtiEnvPtr, JvmtiEventCallbacks, Vm};
+use crate::jvmti::{JMethodId, JObject, Jni, JniEnv, Jvmti, JvmtiEnvPtr, JvmtiEventCallbacks, Vm};
 use crate::options::{self, Command, Options};
 use crate::os;
 use crate::sampling::record::EPOCH;
@@ -314,6 +314,10 @@ fn set_callbacks(jvmti: &Jvmti) -> Result<(), String> {
             NativeMethodBindFn,
             unsafe extern "system" fn(),
         >(on_native_method_bind));
+        callbacks.CompiledMethodLoad = Some(std::mem::transmute::<
+            CompiledMethodLoadFn,
+            unsafe extern "system" fn(),
+        >(on_compiled_method_load));
     }
     jvmti
         .set_event_callbacks(&callbacks)
@@ -343,6 +347,15 @@ fn install(vm: Vm, command: Command, origin: Origin) -> Result<(), String> {
     // Optional: without it, a JNI library loaded later is found by the writer's periodic check
     // only (its first samples may come before its unwind table).
     let _ = jvmti.add_capabilities(&[CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS]);
+    // With CompiledMethodLoad events on from the start, HotSpot's compilers record debug
+    // information between safepoints (as `-XX:+DebugNonSafepoints`, unless the command line
+    // sets the flag: `-XX:-DebugNonSafepoints` keeps it off), so that a sample inside compiled
+    // code gets its own inlined scopes, as async-profiler's do. Not on attach: the methods
+    // compiled before would lack it, and the walk could not tell which do.
+    let non_safepoints = !live
+        && jvmti
+            .add_capabilities(&[CAN_GENERATE_COMPILED_METHOD_LOAD_EVENTS])
+            .is_ok();
     let signal = match options.signal {
         Some(s) if !os::signal_is_free(s) => {
             return Err(format!(
@@ -375,6 +388,14 @@ fn install(vm: Vm, command: Command, origin: Origin) -> Result<(), String> {
             .jvmti
             .enable_event(event)
             .map_err(|e| format!("jfr-native: enabling event {event} failed ({e})"))?;
+    }
+    if non_safepoints
+        && agent
+            .jvmti
+            .enable_event(JVMTI_EVENT_COMPILED_METHOD_LOAD)
+            .is_ok()
+    {
+        hotspot::scopes::set_recorded_from_start();
     }
     if live {
         let _lifecycle = LIFECYCLE
@@ -1078,6 +1099,32 @@ extern "system" fn on_class_prepare(
             let _ = agent.jvmti.class_methods(class);
         }
     })
+}
+
+/// `CompiledMethodLoad`'s signature (jvmti.h): method, code size and address, the address to
+/// location map and its length, the compile information.
+type CompiledMethodLoadFn = extern "system" fn(
+    JvmtiEnvPtr,
+    JMethodId,
+    i32,
+    *const c_void,
+    i32,
+    *const c_void,
+    *const c_void,
+);
+
+/// A method was compiled: nothing to do. The event is on only so that HotSpot records debug
+/// information between safepoints ([`hotspot::scopes::set_recorded_from_start`]).
+extern "system" fn on_compiled_method_load(
+    _jvmti: JvmtiEnvPtr,
+    _method: JMethodId,
+    _code_size: i32,
+    _code: *const c_void,
+    _map_length: i32,
+    _map: *const c_void,
+    _compile_info: *const c_void,
+) {
+    ffi_guard("CompiledMethodLoad", (), || ());
 }
 
 /// A stub HotSpot generated: recorded by name for the Java walk ([`hotspot::stubs`]).

@@ -24,13 +24,10 @@ the agent's sample of the same timer tick; it prints how often the two name the 
 (`SAME_TICK_TOP_AGREE_PCT`), how often they have the same whole stack, methods and frame types
 (`SAME_TICK_STACK_AGREE_PCT`, to a depth of 64), and the largest share difference of a top method over those pairs
 (`SAME_TICK_MAX_DIFF_PP`).
-In those pairs, where the agent writes its top Java frame as a compiled method alone with an
-unknown bytecode index (the return address of a leaf call or of an out-of-line stub: HotSpot has
-no debug information there, and the next PcDesc, which the JDK takes, may be another inlined
-scope's), the JDK's inlined frames above that same method are left out of the comparison
-(`SAME_TICK_UNKNOWN_SCOPE`: how many pairs; `SAME_TICK_UNKNOWN_SCOPE_PCT`: their share). Both
-agreements are also printed on the JDK's samples as they are, nothing left out
-(`SAME_TICK_TOP_AGREE_UNEDITED_PCT`, `SAME_TICK_STACK_AGREE_UNEDITED_PCT`).
+Nothing of the JDK's samples is left out or cut before they are compared. Both samplers read
+the same debug information: the agent turns on HotSpot's recording of it between safepoints
+(its CompiledMethodLoad events, as `-XX:+DebugNonSafepoints`), so an interrupted pc in compiled
+code has its own inlined scopes on both sides.
 Exit status 0 (1 when a file has no samples of the thread); the caller decides what difference
 is acceptable.
 """
@@ -117,32 +114,6 @@ def all_frames(v):
     return (v.get("stackTrace") or {}).get("frames") or []
 
 
-def unknown_scope(v):
-    """Whether the sample's top Java frame (hidden or not) is a compiled method written alone
-    with an unknown bytecode index (no inlined frame above it)."""
-    frames = all_frames(v)
-    return bool(frames) and frames[0].get("type") == "JIT compiled" \
-        and frames[0].get("bytecodeIndex") == -1
-
-
-def as_known(jdk_v, ours_v):
-    """The JDK's sample as far as the agent's can know it: where the agent's top frame is a
-    compiled method alone with an unknown scope, the JDK's inlined frames above that same
-    method (hidden frames included: a lambda proxy's method, say) are left out. Returns
-    (values, whether frames were left out)."""
-    if not unknown_scope(ours_v):
-        return jdk_v, False
-    frames = all_frames(jdk_v)
-    i = 0
-    while i < len(frames) and frames[i].get("type") == "Inlined":
-        i += 1
-    if i == 0 or i == len(frames) or method_name(frames[i]) != method_name(all_frames(ours_v)[0]):
-        return jdk_v, False
-    trace = dict(jdk_v.get("stackTrace") or {})
-    trace["frames"] = frames[i:]
-    return dict(jdk_v, stackTrace=trace), True
-
-
 def pairs(ours_events, jdk_events, max_gap_ns=PAIR_GAP_NS):
     """Each JDK sample with the agent's sample of the same timer tick: both timers count the
     thread's CPU time, so the kernel delivers both signals on one tick, the JDK's first and the
@@ -211,15 +182,9 @@ def main():
     print(f"MAX_DIFF_PP {worst:.2f}")
     # Sample by sample: the JDK's samples taken where the thread was (not `biased`), beside the
     # agent's sample of the same tick.
-    raw = [(j, o) for j, o in pairs(ours_events, jdk_events) if not j.get("biased")]
-    edited = [(as_known(j, o), o) for j, o in raw]
-    unknown_scopes = sum(1 for (_, cut), _ in edited if cut)
-    same_tick = [(j, o) for (j, _), o in edited]
+    same_tick = [(j, o) for j, o in pairs(ours_events, jdk_events) if not j.get("biased")]
     agree = sum(1 for j, o in same_tick if top_method(j) == top_method(o))
     stacks_agree = sum(1 for j, o in same_tick if typed_stack(j) == typed_stack(o))
-    # The same, the JDK's samples as they are (no inlined frame left out).
-    agree_raw = sum(1 for j, o in raw if top_method(j) == top_method(o))
-    stacks_agree_raw = sum(1 for j, o in raw if typed_stack(j) == typed_stack(o))
     counts_jdk, counts_ours = defaultdict(int), defaultdict(int)
     for j, o in same_tick:
         counts_jdk[top_method(j)] += 1
@@ -230,12 +195,8 @@ def main():
         paired_worst = max(paired_worst, 100.0 * abs(counts_jdk[m] - counts_ours[m]) / n)
     print(f"SAME_TICK {len(same_tick)} of {n_jdk} JDK samples (not biased, with the agent's "
           f"sample of the same tick)")
-    print(f"SAME_TICK_UNKNOWN_SCOPE {unknown_scopes}")
-    print(f"SAME_TICK_UNKNOWN_SCOPE_PCT {100.0 * unknown_scopes / n:.2f}")
     print(f"SAME_TICK_TOP_AGREE_PCT {100.0 * agree / n:.1f}")
     print(f"SAME_TICK_STACK_AGREE_PCT {100.0 * stacks_agree / n:.1f}")
-    print(f"SAME_TICK_TOP_AGREE_UNEDITED_PCT {100.0 * agree_raw / n:.1f}")
-    print(f"SAME_TICK_STACK_AGREE_UNEDITED_PCT {100.0 * stacks_agree_raw / n:.1f}")
     print(f"SAME_TICK_MAX_DIFF_PP {paired_worst:.2f}")
 
 

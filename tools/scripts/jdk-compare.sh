@@ -16,7 +16,8 @@
 #   ours  `jfrnative record -i 2ms` (the agent, then jfr-symbolize: jdk.CPUTimeSample)
 #   ap    async-profiler `event=cpu,interval=2ms` (perf_events), JFR output (jdk.ExecutionSample)
 # (PROFILERS, default "ours ap"; also `ours-dns`: ours with -XX:+UnlockDiagnosticVMOptions
-# -XX:+DebugNonSafepoints, which async-profiler turns on in the JVMs it profiles)
+# -XX:+DebugNonSafepoints, which async-profiler turns on in the JVMs it profiles; the agent
+# turns the same on by its CompiledMethodLoad events, so the two differ only in that route)
 # and prints, per JDK and case, medians over the runs of the workload threads' samples, the share
 # with a whole Java stack, the share of Java frames with a known type, the agreement of the
 # self-time histograms (innermost Java method) with async-profiler's and each side's top 5; then

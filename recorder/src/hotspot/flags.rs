@@ -13,6 +13,26 @@ const MAX_NAME: u64 = 64;
 
 /// The value of boolean flag `name`, if the JVM has it.
 pub fn bool_flag(v: &VmStructs, name: &str) -> Option<bool> {
+    read_u8(flag_address(v, name)?).map(|b| b != 0)
+}
+
+/// The address of flag `name`'s value in libjvm's data, if the JVM has it: for a flag read
+/// again later (one that another agent may set after ours has loaded).
+pub fn flag_address(v: &VmStructs, name: &str) -> Option<u64> {
+    flag_entry(v, name).map(|(value, _)| value)
+}
+
+/// Whether flag `name` has its default value's origin (not set on the command line, in a flags
+/// file or by management): `JVMFlag::_flags`' value-origin bits (the low four, `DEFAULT` = 0, in
+/// JDK 11 to 25). `None` if the JVM does not describe them.
+pub fn flag_is_default(v: &VmStructs, name: &str) -> Option<bool> {
+    let (_, entry) = flag_entry(v, name)?;
+    let flags = super::mem::read_uint(entry.checked_add(v.offset("JVMFlag", "_flags")?)?, 4)?;
+    Some(flags & 0xf == 0)
+}
+
+/// Flag `name`'s value address and its `JVMFlag` entry.
+fn flag_entry(v: &VmStructs, name: &str) -> Option<(u64, u64)> {
     let table = v.static_u64("JVMFlag", "flags")?;
     let count = v.static_u64("JVMFlag", "numFlags")?.min(MAX_FLAGS);
     let size = v.type_size("JVMFlag")?;
@@ -26,8 +46,8 @@ pub fn bool_flag(v: &VmStructs, name: &str) -> Option<bool> {
             continue;
         };
         if text == name {
-            let value = read_ptr(flag.checked_add(addr_offset)?)?;
-            return read_u8(value).map(|b| b != 0);
+            let value = read_ptr(flag.checked_add(addr_offset)?).filter(|&a| a != 0)?;
+            return Some((value, flag));
         }
     }
     None

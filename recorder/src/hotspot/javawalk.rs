@@ -764,23 +764,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 let body = At { sp, ..at };
                 self.sender(body, sp.checked_add(blob.frame_bytes)?, Saved::BelowReturn)?
             }
-            stub_exit::Resume::Return {
-                sp_up,
-                rbp_popped_at,
-            } => {
-                let ret = at.sp.checked_add(sp_up)?;
-                let fp = match rbp_popped_at {
-                    Some(offset) => self.stack.read_u64(at.sp.checked_add(offset)?)?,
-                    None => at.fp,
-                };
-                At {
-                    pc: self.stack.read_u64(ret)?,
-                    sp: ret.checked_add(8)?,
-                    fp,
-                    top: false,
-                    exact: true,
-                }
-            }
+            returned => self.returned_sender(at, returned)?,
         };
         self.known_sender(next)
     }
@@ -869,6 +853,9 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             .then(|| at.sp.checked_add(blob.frame_bytes))
             .flatten();
         if at.top {
+            if let Some(found) = self.stub_return(blob, at) {
+                return found;
+            }
             let complete = blob.frame_complete_at(at.pc);
             if let Some(next) = self.pick_sender(at, full, complete, true) {
                 return Some(next);
@@ -878,6 +865,70 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             return self.sender(at, full, Saved::BelowReturn);
         }
         self.rbp_sender(at)
+    }
+
+    /// The sender of a stub interrupted at `at`, from its own code: the instructions from the
+    /// pc to its `ret` in straight line ([`stub_exit::resume`]: fall-through past conditional
+    /// branches, jumps inside the stub's blob, `rsp` followed through pushes, pops and
+    /// immediate adjustments) say where the return address is, whatever stale words lie
+    /// between. A frameless stub (`StubRoutines::dpow` pushes registers and reserves a scratch
+    /// area) leaves the candidates of [`Self::pick_sender`] over those words: with debug
+    /// information between safepoints, a stale return address of an earlier leaf call (an
+    /// arraycopy's, in another method) was taken there for the stub's. `None`: the code does
+    /// not reach a `ret` that way (an `enter`/`leave` frame, an indirect jump): the candidates
+    /// decide. `Some(None)`: it does, and what it finds is no call site; nothing is guessed.
+    fn stub_return(&self, blob: &Blob, at: At) -> Option<Option<At>> {
+        let resume = stub_exit::resume(
+            at.pc,
+            |target| {
+                self.layout
+                    .find_blob(target)
+                    .is_some_and(|b| b.at == blob.at)
+            },
+            |_| false,
+        )?;
+        if matches!(resume, stub_exit::Resume::Body { .. }) {
+            return None;
+        }
+        Some(
+            self.returned_sender(at, resume)
+                .and_then(|next| self.call_site(next, true)),
+        )
+    }
+
+    /// The sender a `ret` found by [`stub_exit::resume`] from `at` returns to (not yet checked
+    /// as a call site); `None` for [`stub_exit::Resume::Body`] or an unreadable word.
+    fn returned_sender(&self, at: At, resume: stub_exit::Resume) -> Option<At> {
+        let (ret, fp) = match resume {
+            stub_exit::Resume::Body { .. } => return None,
+            stub_exit::Resume::Return {
+                sp_up,
+                rbp_popped_at,
+            } => {
+                let fp = match rbp_popped_at {
+                    Some(offset) => self.stack.read_u64(at.sp.checked_add(offset)?)?,
+                    None => at.fp,
+                };
+                (at.sp.checked_add(sp_up)?, fp)
+            }
+            stub_exit::Resume::ReturnThroughFrame { ret_above_fp } => {
+                // The frame `enter` made lies above the pc's `rsp`.
+                if at.fp < at.sp {
+                    return None;
+                }
+                (
+                    at.fp.checked_add(ret_above_fp)?,
+                    self.stack.read_u64(at.fp)?,
+                )
+            }
+        };
+        Some(At {
+            pc: self.stack.read_u64(ret)?,
+            sp: ret.checked_add(8)?,
+            fp,
+            top: false,
+            exact: true,
+        })
     }
 
     /// The sender of a stub without a frame size that made an rbp frame (`enter()`), after

@@ -36,24 +36,63 @@ pub const LEAF_CALLS: [&str; 6] = [
     "method alone: they share no inlined scope",
 ];
 
+/// Where the value of the `DebugNonSafepoints` flag is (a `bool` in libjvm's data; 0: not
+/// found).
+static NON_SAFEPOINT_FLAG: AtomicU64 = AtomicU64::new(0);
+
 /// `DebugNonSafepoints` was on when the recording started (from the command line: every
 /// nmethod has PcDescs between safepoints). Set later (by another agent), it would hold only for
 /// the methods compiled since, so it is not read again.
 static FLAG_AT_START: AtomicBool = AtomicBool::new(false);
 
-/// Reads the `DebugNonSafepoints` flag from the JVM's flag table, once the fault hook is
-/// installed (the table is read through it), before the first sample.
-pub fn find_non_safepoint_flag(v: &super::vmstructs::VmStructs) {
-    let on = super::flags::bool_flag(v, "DebugNonSafepoints") == Some(true);
-    FLAG_AT_START.store(on, Ordering::Release);
+/// Whether HotSpot recorded debug information between safepoints in every nmethod: our
+/// CompiledMethodLoad events were on from the agent's load, before the first compilation, and
+/// the command line left `DebugNonSafepoints` at its default (HotSpot's
+/// `compute_recording_non_safepoints`: with JVMTI looking at compiled code, a default flag is
+/// taken as true).
+static RECORDED_FROM_START: AtomicBool = AtomicBool::new(false);
+
+/// Our CompiledMethodLoad events are on from the agent's load (set by the agent).
+static EVENTS_FROM_START: AtomicBool = AtomicBool::new(false);
+
+/// The agent enabled CompiledMethodLoad at load, before any compilation.
+pub fn set_recorded_from_start() {
+    EVENTS_FROM_START.store(true, Ordering::Release);
 }
 
-/// Where the nmethods' debug information between safepoints comes from, for the summary
-/// (`-XX:+DebugNonSafepoints`), or `None`.
+/// Finds the `DebugNonSafepoints` flag in the JVM's flag table, once the fault hook is
+/// installed (the table is read through it), before the first sample; and whether every
+/// nmethod has debug information between safepoints by our events.
+pub fn find_non_safepoint_flag(v: &super::vmstructs::VmStructs) {
+    if let Some(addr) = super::flags::flag_address(v, "DebugNonSafepoints") {
+        NON_SAFEPOINT_FLAG.store(addr, Ordering::Release);
+        FLAG_AT_START.store(non_safepoint_flag(), Ordering::Release);
+    }
+    let default = super::flags::flag_is_default(v, "DebugNonSafepoints") == Some(true);
+    RECORDED_FROM_START.store(
+        default && EVENTS_FROM_START.load(Ordering::Acquire),
+        Ordering::Release,
+    );
+}
+
+/// Where the nmethods' debug information between safepoints comes from, for the summary: our
+/// CompiledMethodLoad events from the start, `-XX:+DebugNonSafepoints`, or none (`None`).
 pub fn non_safepoints() -> Option<&'static str> {
-    FLAG_AT_START
-        .load(Ordering::Acquire)
-        .then_some("on (-XX:+DebugNonSafepoints)")
+    if RECORDED_FROM_START.load(Ordering::Acquire) {
+        Some("on (the agent's CompiledMethodLoad events, from its load)")
+    } else if FLAG_AT_START.load(Ordering::Acquire) {
+        Some("on (-XX:+DebugNonSafepoints)")
+    } else {
+        None
+    }
+}
+
+/// The `DebugNonSafepoints` flag's value now (false if it cannot be read).
+fn non_safepoint_flag() -> bool {
+    match NON_SAFEPOINT_FLAG.load(Ordering::Acquire) {
+        0 => false,
+        addr => read_u8(addr).is_some_and(|b| b != 0),
+    }
 }
 
 /// Leaf calls' return addresses without debug information, by outcome ([`LEAF_CALLS`]).
@@ -265,13 +304,14 @@ impl JavaLayout {
     /// after a jump back). So neither is taken alone: the caller writes what both say
     /// ([`shared_scopes`]). Both are returned only when all of these hold, else `None` (the
     /// method alone is written):
-    /// - the JVM records PcDescs between safepoints: `-XX:+DebugNonSafepoints`, set before the
-    ///   first sample ([`non_safepoints`]);
+    /// - the JVM records PcDescs between safepoints: for every nmethod since the agent's load
+    ///   (its CompiledMethodLoad events, [`non_safepoints`]), or by `-XX:+DebugNonSafepoints`
+    ///   set before the first sample;
     /// - the one before is no sentinel, and the code from its offset runs straight to the call
     ///   ([`stub_exit::straight_to_call`]): no jump, return or other call leaves the path;
     /// - the one after exists.
     pub fn leaf_call_descs(&self, blob: &Blob, ret: u64) -> Option<(PcDesc, PcDesc)> {
-        if !FLAG_AT_START.load(Ordering::Acquire) {
+        if !RECORDED_FROM_START.load(Ordering::Acquire) && !FLAG_AT_START.load(Ordering::Acquire) {
             count_leaf_call(1);
             return None;
         }

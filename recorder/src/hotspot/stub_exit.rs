@@ -221,6 +221,14 @@ pub enum Resume {
         /// already back in the register (`None`: no instruction on the way writes `rbp`).
         rbp_popped_at: Option<u64>,
     },
+    /// A stub's `ret` after its `leave` (the frame `enter` made, which the pc was inside: no
+    /// instruction on the way wrote `rbp` before the `leave`): the return address is at
+    /// `rbp + ret_above_fp` (8, and what was popped between the `leave` and the `ret`), the
+    /// caller's `rbp` at `rbp`.
+    ReturnThroughFrame {
+        /// How far above the `rbp` register's value the return address is.
+        ret_above_fp: u64,
+    },
 }
 
 /// What the code followed so far did to `rbp`.
@@ -262,6 +270,14 @@ pub fn resume(
         }
         let i = window.decode(ip)?;
         let flow = i.flow_control();
+        if i.code() == Code::Leaveq {
+            // `mov rsp, rbp; pop rbp` of a frame made before the pc: what follows is counted
+            // from the `rbp` register's value.
+            if !matches!(rbp, Rbp::Untouched) {
+                return None;
+            }
+            return after_leave(&mut window, i.next_ip(), &in_method, jumps);
+        }
         if flow == FlowControl::Return {
             if i.code() != Code::Retnq {
                 return None; // `ret imm16`: not a compiled method's
@@ -299,6 +315,50 @@ pub fn resume(
             | FlowControl::ConditionalBranch
             | FlowControl::Call
             | FlowControl::IndirectCall => ip = i.next_ip(),
+            FlowControl::UnconditionalBranch if i.op0_kind() == OpKind::NearBranch64 => {
+                let target = i.near_branch_target();
+                jumps = jumps.saturating_add(1);
+                if jumps > MAX_JUMPS || !in_method(target) {
+                    return None;
+                }
+                ip = target;
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// [`resume`] past a `leave`, at `ip`: the instructions to the `ret` may only pop (or add to
+/// `rsp`) and must not write `rbp`; the return address is then 8 bytes and what they popped
+/// above the `rbp` register's value.
+fn after_leave(
+    window: &mut Window,
+    mut ip: u64,
+    in_method: &impl Fn(u64) -> bool,
+    mut jumps: usize,
+) -> Option<Resume> {
+    let mut above: i64 = 8;
+    for _ in 0..MAX_INSTRUCTIONS {
+        let i = window.decode(ip)?;
+        let flow = i.flow_control();
+        if flow == FlowControl::Return {
+            if i.code() != Code::Retnq {
+                return None;
+            }
+            return u64::try_from(above)
+                .ok()
+                .map(|ret_above_fp| Resume::ReturnThroughFrame { ret_above_fp });
+        }
+        if !matches!(rbp_write(&i), RbpWrite::None) {
+            return None;
+        }
+        above = above.checked_add(sp_change(&i)?)?;
+        if !(8..=MAX_PUSHED).contains(&above) {
+            return None;
+        }
+        match flow {
+            FlowControl::Next | FlowControl::ConditionalBranch => ip = i.next_ip(),
             FlowControl::UnconditionalBranch if i.op0_kind() == OpKind::NearBranch64 => {
                 let target = i.near_branch_target();
                 jumps = jumps.saturating_add(1);
@@ -748,6 +808,40 @@ mod tests {
         assert_eq!(resume_in(&[0x48, 0x89, 0xec, 0x5d, 0xc3], 0, &[]), None);
         // ret imm16: not a compiled method's
         assert_eq!(resume_in(&[0xc2, 0x08, 0x00], 0, &[]), None);
+    }
+
+    #[test]
+    fn a_stub_frame_is_followed_through_its_leave() {
+        // StubRoutines::dpow's end (JDK 21): add rsp, 0x28; pop rbx; leave; ret, and a
+        // conditional branch on the way
+        let mut code = vec![0x48, 0x85, 0xc0, 0x74, 0x00];
+        code.extend_from_slice(&[0x48, 0x83, 0xc4, 0x28, 0x5b, 0xc9, 0xc3]);
+        for from in [0, 3, 5, 9, 10] {
+            assert_eq!(
+                resume_in(&code, from, &[]),
+                Some(Resume::ReturnThroughFrame { ret_above_fp: 8 }),
+                "from {from}"
+            );
+        }
+        // past the leave: the return address is at rsp
+        assert_eq!(
+            resume_in(&code, 11, &[]),
+            Some(Resume::Return {
+                sp_up: 0,
+                rbp_popped_at: None
+            })
+        );
+        // a word popped between the leave and the ret
+        assert_eq!(
+            resume_in(&[0xc9, 0x59, 0xc3], 0, &[]),
+            Some(Resume::ReturnThroughFrame { ret_above_fp: 16 })
+        );
+        // rbp written before the leave (its value is then not the frame's), or after it
+        assert_eq!(resume_in(&[0x48, 0x89, 0xc5, 0xc9, 0xc3], 0, &[]), None);
+        assert_eq!(resume_in(&[0x5d, 0xc9, 0xc3], 0, &[]), None);
+        assert_eq!(resume_in(&[0xc9, 0x5d, 0xc3], 0, &[]), None);
+        // a push after the leave would reach below rbp + 8: not a frame's end
+        assert_eq!(resume_in(&[0xc9, 0x50, 0x50, 0xc3], 0, &[]), None);
     }
 
     /// `code` placed in readable memory; returns the buffer and its first byte's address.
