@@ -32,7 +32,8 @@ pub fn go_pprof() -> Option<GoPprof> {
         return None;
     };
     let home = std::env::temp_dir().join(format!("jfrnative-gohome-{}", std::process::id()));
-    std::fs::create_dir_all(&home).ok()?;
+    // A failure here is no missing tool: the checks must not pass without running.
+    std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{}: {e}", home.display()));
     Some(GoPprof { go, home })
 }
 
