@@ -853,7 +853,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             .then(|| at.sp.checked_add(blob.frame_bytes))
             .flatten();
         if at.top {
-            if let Some(found) = self.stub_return(blob, at) {
+            if let Some(found) = self.stub_return(at) {
                 return found;
             }
             let complete = blob.frame_complete_at(at.pc);
@@ -869,24 +869,30 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
 
     /// The sender of a stub interrupted at `at`, from its own code: the instructions from the
     /// pc to its `ret` in straight line ([`stub_exit::resume`]: fall-through past conditional
-    /// branches, jumps inside the stub's blob, `rsp` followed through pushes, pops and
-    /// immediate adjustments) say where the return address is, whatever stale words lie
-    /// between. A frameless stub (`StubRoutines::dpow` pushes registers and reserves a scratch
-    /// area) leaves the candidates of [`Self::pick_sender`] over those words: with debug
-    /// information between safepoints, a stale return address of an earlier leaf call (an
-    /// arraycopy's, in another method) was taken there for the stub's. `None`: the code does
-    /// not reach a `ret` that way (an `enter`/`leave` frame, an indirect jump): the candidates
-    /// decide. `Some(None)`: it does, and what it finds is no call site; nothing is guessed.
-    fn stub_return(&self, blob: &Blob, at: At) -> Option<Option<At>> {
-        let resume = stub_exit::resume(
-            at.pc,
-            |target| {
-                self.layout
-                    .find_blob(target)
-                    .is_some_and(|b| b.at == blob.at)
-            },
-            |_| false,
-        )?;
+    /// branches, jumps, all inside the stub, `rsp` followed through pushes, pops and
+    /// immediate adjustments, and through its `leave` if it made its frame with `enter`) say
+    /// where the return address is, whatever stale words lie between. In such a stub
+    /// (`StubRoutines::dpow`: `enter`, pushes, a scratch area) the candidates of
+    /// [`Self::pick_sender`] lie over those words: with debug information between safepoints,
+    /// a stale return address of an earlier leaf call (an arraycopy's, in another method) was
+    /// taken there for the stub's. `None`: the stub's bounds are not known, or its code does
+    /// not reach a `ret` that way (an indirect jump, `rsp` or `rbp` written otherwise): the
+    /// candidates decide. `Some(None)`: it does, and what it finds is no call site; nothing is
+    /// guessed.
+    fn stub_return(&self, at: At) -> Option<Option<At>> {
+        // Only in a stub whose bounds HotSpot gave (its DynamicCodeGenerated event): the code
+        // is followed inside them alone, and a `leave` counts only in a stub that made its
+        // frame with `enter` at its first instruction.
+        let stub = stubs::find(at.pc)?;
+        if stub.kind != StubKind::Other {
+            return None;
+        }
+        let resume = stub_exit::resume(at.pc, |ip| stub.start <= ip && ip < stub.end, |_| false)?;
+        if matches!(resume, stub_exit::Resume::ReturnThroughFrame { .. })
+            && !stubs::makes_frame(&stub)
+        {
+            return None;
+        }
         if matches!(resume, stub_exit::Resume::Body { .. }) {
             return None;
         }

@@ -247,7 +247,7 @@ enum Rbp {
 /// or the method's `ret`. Conditional branches are not taken (in compiled code `rsp` is the
 /// same on every path to an instruction), calls are stepped over (they return with `rsp` as it
 /// was), unconditional direct jumps are followed while their target is in the method
-/// (`in_method`). `None` if the code leaves otherwise, writes `rsp` in a way not followed,
+/// (`in_method`, which every instruction on the way must be in). `None` if the code leaves otherwise, writes `rsp` in a way not followed,
 /// writes `rbp` after its `pop` (or, reaching the `ret`, without one), or is not readable.
 /// Signal-safe: no allocation, fault-safe reads.
 pub fn resume(
@@ -267,6 +267,11 @@ pub fn resume(
         // `pop rbp`): an epilogue's pc (a return poll) may have one too, with the frame gone.
         if is_whole(ip) && only_pops && matches!(rbp, Rbp::Untouched) && up >= 0 && up % 8 == 0 {
             return u64::try_from(up).ok().map(|sp_up| Resume::Body { sp_up });
+        }
+        // Every instruction on the way lies in the code (a stub's own bounds: falling through
+        // past its end would run into the next stub's epilogue).
+        if !in_method(ip) {
+            return None;
         }
         let i = window.decode(ip)?;
         let flow = i.flow_control();
@@ -340,6 +345,9 @@ fn after_leave(
 ) -> Option<Resume> {
     let mut above: i64 = 8;
     for _ in 0..MAX_INSTRUCTIONS {
+        if !in_method(ip) {
+            return None;
+        }
         let i = window.decode(ip)?;
         let flow = i.flow_control();
         if flow == FlowControl::Return {
