@@ -315,23 +315,31 @@ pub fn resume(
         if !(-MAX_PUSHED..=MAX_PUSHED).contains(&up) {
             return None;
         }
-        match flow {
-            FlowControl::Next
-            | FlowControl::ConditionalBranch
-            | FlowControl::Call
-            | FlowControl::IndirectCall => ip = i.next_ip(),
-            FlowControl::UnconditionalBranch if i.op0_kind() == OpKind::NearBranch64 => {
-                let target = i.near_branch_target();
-                jumps = jumps.saturating_add(1);
-                if jumps > MAX_JUMPS || !in_method(target) {
-                    return None;
-                }
-                ip = target;
-            }
-            _ => return None,
-        }
+        ip = straight_on(&i, true, &mut jumps, &in_method)?;
     }
     None
+}
+
+/// Where straight-line code goes on after instruction `i`: the next one (past a conditional
+/// branch not taken, and with `calls`, past a call, which returns with `rsp` as it was), or
+/// a direct jump's target while it is in the code and `jumps` stays within [`MAX_JUMPS`].
+/// `None` for anything else (a return, an indirect jump).
+fn straight_on(
+    i: &Instruction,
+    calls: bool,
+    jumps: &mut usize,
+    in_method: &impl Fn(u64) -> bool,
+) -> Option<u64> {
+    match i.flow_control() {
+        FlowControl::Next | FlowControl::ConditionalBranch => Some(i.next_ip()),
+        FlowControl::Call | FlowControl::IndirectCall if calls => Some(i.next_ip()),
+        FlowControl::UnconditionalBranch if i.op0_kind() == OpKind::NearBranch64 => {
+            let target = i.near_branch_target();
+            *jumps = jumps.saturating_add(1);
+            (*jumps <= MAX_JUMPS && in_method(target)).then_some(target)
+        }
+        _ => None,
+    }
 }
 
 /// [`resume`] past a `leave`, at `ip`: the instructions to the `ret` may only pop (or add to
@@ -365,18 +373,7 @@ fn after_leave(
         if !(8..=MAX_PUSHED).contains(&above) {
             return None;
         }
-        match flow {
-            FlowControl::Next | FlowControl::ConditionalBranch => ip = i.next_ip(),
-            FlowControl::UnconditionalBranch if i.op0_kind() == OpKind::NearBranch64 => {
-                let target = i.near_branch_target();
-                jumps = jumps.saturating_add(1);
-                if jumps > MAX_JUMPS || !in_method(target) {
-                    return None;
-                }
-                ip = target;
-            }
-            _ => return None,
-        }
+        ip = straight_on(&i, false, &mut jumps, in_method)?;
     }
     None
 }
