@@ -747,6 +747,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         }
         let resume = stub_exit::resume(
             at.pc,
+            0..u64::MAX,
             |target| {
                 self.layout
                     .find_blob(target)
@@ -764,6 +765,8 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 let body = At { sp, ..at };
                 self.sender(body, sp.checked_add(blob.frame_bytes)?, Saved::BelowReturn)?
             }
+            // C2 keeps no frame pointer: a `leave` is no compiled method's epilogue.
+            stub_exit::Resume::ReturnThroughFrame { .. } => return None,
             returned => self.returned_sender(at, returned)?,
         };
         self.known_sender(next)
@@ -853,8 +856,8 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             .then(|| at.sp.checked_add(blob.frame_bytes))
             .flatten();
         if at.top {
-            if let Some(found) = self.stub_return(at) {
-                return found;
+            if let Some(next) = self.stub_return(at) {
+                return Some(next);
             }
             let complete = blob.frame_complete_at(at.pc);
             if let Some(next) = self.pick_sender(at, full, complete, true) {
@@ -875,11 +878,11 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     /// (`StubRoutines::dpow`: `enter`, pushes, a scratch area) the candidates of
     /// [`Self::pick_sender`] lie over those words: with debug information between safepoints,
     /// a stale return address of an earlier leaf call (an arraycopy's, in another method) was
-    /// taken there for the stub's. `None`: the stub's bounds are not known, or its code does
-    /// not reach a `ret` that way (an indirect jump, `rsp` or `rbp` written otherwise): the
-    /// candidates decide. `Some(None)`: it does, and what it finds is no call site; nothing is
-    /// guessed.
-    fn stub_return(&self, at: At) -> Option<Option<At>> {
+    /// taken there for the stub's. `None`: the stub's bounds are not known, its code does not
+    /// reach a `ret` that way (an indirect jump, `rsp` or `rbp` written otherwise), or what it
+    /// finds is no call site (a hand-written stub need not keep `rsp` alike on every path to
+    /// an instruction): the candidates decide, as before.
+    fn stub_return(&self, at: At) -> Option<At> {
         // Only in a stub whose bounds HotSpot gave (its DynamicCodeGenerated event): the code
         // is followed inside them alone, and a `leave` counts only in a stub that made its
         // frame with `enter` at its first instruction.
@@ -887,7 +890,8 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         if stub.kind != StubKind::Other {
             return None;
         }
-        let resume = stub_exit::resume(at.pc, |ip| stub.start <= ip && ip < stub.end, |_| false)?;
+        let bounds = stub.start..stub.end;
+        let resume = stub_exit::resume(at.pc, bounds.clone(), |t| bounds.contains(&t), |_| false)?;
         if matches!(resume, stub_exit::Resume::ReturnThroughFrame { .. })
             && !stubs::makes_frame(&stub)
         {
@@ -896,10 +900,8 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         if matches!(resume, stub_exit::Resume::Body { .. }) {
             return None;
         }
-        Some(
-            self.returned_sender(at, resume)
-                .and_then(|next| self.call_site(next, true)),
-        )
+        self.returned_sender(at, resume)
+            .and_then(|next| self.call_site(next, true))
     }
 
     /// The sender a `ret` found by [`stub_exit::resume`] from `at` returns to (not yet checked
@@ -918,8 +920,8 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 (at.sp.checked_add(sp_up)?, fp)
             }
             stub_exit::Resume::ReturnThroughFrame { ret_above_fp } => {
-                // The frame `enter` made lies above the pc's `rsp`.
-                if at.fp < at.sp {
+                // The frame `enter` made lies above the pc's `rsp`, within what a stub pushes.
+                if at.fp % 8 != 0 || at.fp.checked_sub(at.sp)? > stub_exit::MAX_PUSHED_BYTES {
                     return None;
                 }
                 (

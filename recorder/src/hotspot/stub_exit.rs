@@ -41,6 +41,8 @@ const MAX_INSTRUCTIONS: usize = 384;
 const MAX_JUMPS: usize = 4;
 /// Most bytes a stub may have pushed (a bound on a misread).
 const MAX_PUSHED: i64 = 64 * 1024;
+/// [`MAX_PUSHED`] as an unsigned distance.
+pub const MAX_PUSHED_BYTES: u64 = MAX_PUSHED.unsigned_abs();
 
 /// Where a stub goes back to the method body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,19 +244,23 @@ enum Rbp {
     Clobbered,
 }
 
-/// Follows a compiled method's code from `pc` (past its prologue) in straight line until its
-/// frame is known: an instruction for which `is_whole` holds (a pc with debug information),
-/// or the method's `ret`. Conditional branches are not taken (in compiled code `rsp` is the
-/// same on every path to an instruction), calls are stepped over (they return with `rsp` as it
-/// was), unconditional direct jumps are followed while their target is in the method
-/// (`in_method`, which every instruction on the way must be in). `None` if the code leaves otherwise, writes `rsp` in a way not followed,
-/// writes `rbp` after its `pop` (or, reaching the `ret`, without one), or is not readable.
-/// Signal-safe: no allocation, fault-safe reads.
+/// Follows a compiled method's or a stub's code from `pc` (past its prologue) in straight line
+/// until its frame is known: an instruction for which `is_whole` holds (a pc with debug
+/// information), or the `ret` (through a `leave` if no instruction on the way wrote `rbp`
+/// before it: [`Resume::ReturnThroughFrame`]). Conditional branches are not taken (in compiled
+/// code `rsp` is the same on every path to an instruction), calls are stepped over (they return
+/// with `rsp` as it was), unconditional direct jumps are followed while their target is in the
+/// code (`in_method`). Every instruction on the way must lie in `within` (a stub's own bounds:
+/// falling through past its end would reach the next stub's code). `None` if the code leaves
+/// otherwise, writes `rsp` in a way not followed, writes `rbp` after its `pop` (or, reaching
+/// the `ret`, without one), or is not readable. Signal-safe: no allocation, fault-safe reads.
 pub fn resume(
     pc: u64,
+    within: std::ops::Range<u64>,
     in_method: impl Fn(u64) -> bool,
     is_whole: impl Fn(u64) -> bool,
 ) -> Option<Resume> {
+    let in_code = |t: u64| within.contains(&t) && in_method(t);
     let mut window = Window::empty();
     let mut ip = pc;
     let mut up: i64 = 0;
@@ -268,9 +274,7 @@ pub fn resume(
         if is_whole(ip) && only_pops && matches!(rbp, Rbp::Untouched) && up >= 0 && up % 8 == 0 {
             return u64::try_from(up).ok().map(|sp_up| Resume::Body { sp_up });
         }
-        // Every instruction on the way lies in the code (a stub's own bounds: falling through
-        // past its end would run into the next stub's epilogue).
-        if !in_method(ip) {
+        if !within.contains(&ip) {
             return None;
         }
         let i = window.decode(ip)?;
@@ -281,7 +285,7 @@ pub fn resume(
             if !matches!(rbp, Rbp::Untouched) {
                 return None;
             }
-            return after_leave(&mut window, i.next_ip(), &in_method, jumps);
+            return after_leave(&mut window, i.next_ip(), &within, &in_code, jumps);
         }
         if flow == FlowControl::Return {
             if i.code() != Code::Retnq {
@@ -315,7 +319,7 @@ pub fn resume(
         if !(-MAX_PUSHED..=MAX_PUSHED).contains(&up) {
             return None;
         }
-        ip = straight_on(&i, true, &mut jumps, &in_method)?;
+        ip = straight_on(&i, true, &mut jumps, &in_code)?;
     }
     None
 }
@@ -348,12 +352,13 @@ fn straight_on(
 fn after_leave(
     window: &mut Window,
     mut ip: u64,
+    within: &std::ops::Range<u64>,
     in_method: &impl Fn(u64) -> bool,
     mut jumps: usize,
 ) -> Option<Resume> {
     let mut above: i64 = 8;
     for _ in 0..MAX_INSTRUCTIONS {
-        if !in_method(ip) {
+        if !within.contains(&ip) {
             return None;
         }
         let i = window.decode(ip)?;
@@ -696,12 +701,18 @@ mod tests {
     /// `resume` over `code` placed at an aligned address, from its byte `from`, the method
     /// being `code` and the instructions with debug information at the bytes `whole`.
     fn resume_in(code: &[u8], from: usize, whole: &[usize]) -> Option<Resume> {
+        resume_within(code, from, whole, code.len())
+    }
+
+    /// [`resume_in`] with every instruction bounded to the first `len` bytes of `code`.
+    fn resume_within(code: &[u8], from: usize, whole: &[usize], len: usize) -> Option<Resume> {
         crate::fault::install().unwrap();
         prime();
         let (_words, start) = placed(0, code);
         let end = start + code.len() as u64;
         resume(
             start + from as u64,
+            start..start + len as u64,
             |t| t >= start && t < end,
             |ip| whole.iter().any(|&w| start + w as u64 == ip),
         )
@@ -847,6 +858,16 @@ mod tests {
         assert_eq!(resume_in(&[0xc9, 0x5d, 0xc3], 0, &[]), None);
         // a push after the leave would reach below rbp + 8: not a frame's end
         assert_eq!(resume_in(&[0xc9, 0x50, 0x50, 0xc3], 0, &[]), None);
+        // the ret past the code's bounds (the next stub's) is not this code's
+        assert_eq!(resume_within(&[0x90, 0xc3], 0, &[], 1), None);
+        assert_eq!(resume_within(&[0xc9, 0xc3], 0, &[], 1), None);
+        assert_eq!(
+            resume_within(&[0x90, 0xc3], 0, &[], 2),
+            Some(Resume::Return {
+                sp_up: 0,
+                rbp_popped_at: None
+            })
+        );
     }
 
     /// `code` placed in readable memory; returns the buffer and its first byte's address.

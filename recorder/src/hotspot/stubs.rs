@@ -2,9 +2,9 @@
 //! code-cache blob `StubRoutines` holds many stubs, and only their names say which one a pc is
 //! in. The Java walk needs a few of them: the call stub (where native code enters Java, JNI
 //! upcalls), the continuation stubs (a virtual thread being thawed: its stack is changing),
-//! and stubs native code calls as leaves (`jni_fast_Get*Field`). Every other stub is kept with
-//! its frame shape, read from its first bytes: an `enter()` frame (`push rbp; mov rbp, rsp`) or
-//! none.
+//! and stubs native code calls as leaves (`jni_fast_Get*Field`). Every other stub is kept by
+//! its range, for the walk to follow its code to its `ret` (whether it makes an `enter()` frame
+//! is read from its first bytes when needed, [`makes_frame`]).
 //!
 //! Events arrive off the signal handler (at start-up, replayed by `GenerateEvents`, and later
 //! for stubs generated lazily). Each change publishes a new sorted table with one atomic
@@ -38,8 +38,8 @@ pub enum StubKind {
     /// `[sp]`.
     NativeLeaf,
     /// Another stub. Whether it makes an `enter()` frame is read from its first instruction
-    /// when needed ([`makes_frame`]): the events that name the stubs generated before the
-    /// agent's load come before the fault hook that reads code safely.
+    /// when needed ([`makes_frame`]): the events `GenerateEvents` replays when the recording
+    /// starts come before the fault hook that reads code safely.
     Other,
 }
 
@@ -75,9 +75,13 @@ fn kind_of(name: &str) -> Option<StubKind> {
     if name.starts_with("jni_fast_") {
         return Some(StubKind::NativeLeaf);
     }
+    // Adapters and upcall stubs are found by their blobs; vtable and itable stubs, made one by
+    // one as a program runs, end in an indirect jump that no walk follows.
     if name.starts_with("I2C/C2I adapters")
         || name.starts_with("upcall_stub")
         || name == "UpcallStub"
+        || name == "vtable stub"
+        || name == "itable stub"
     {
         return None;
     }
@@ -105,7 +109,15 @@ pub fn record(name: &str, start: u64, len: u64) {
     if all.contains(&stub) {
         return; // replayed by GenerateEvents
     }
-    // A range reused by another stub replaces the old one.
+    // A range that holds recorded ones whole is a blob's (`StubRoutines (1)`, replayed by
+    // `GenerateEvents` after the stubs inside it): the stubs stay, the blob is not kept.
+    if all
+        .iter()
+        .any(|s| start <= s.start && s.end <= end && (s.start, s.end) != (start, end))
+    {
+        return;
+    }
+    // Otherwise a range reused by another stub replaces the old one.
     all.retain(|s| s.end <= start || s.start >= end);
     all.push(stub);
     all.sort_by_key(|s| s.start);
@@ -155,6 +167,14 @@ mod tests {
         assert_eq!(find(0x1100), None);
         assert_eq!(find(0x2010).unwrap().kind, StubKind::NativeLeaf);
         assert_eq!(find(0x3000).unwrap().kind, StubKind::Continuation);
+        // A blob replayed after the stubs inside it keeps them, and is not kept itself.
+        record("StubRoutines (1)", 0x1000, 0x3000);
+        assert_eq!(find(0x10ff).unwrap().kind, StubKind::CallStub);
+        assert_eq!(find(0x2010).unwrap().kind, StubKind::NativeLeaf);
+        assert_eq!(find(0x1800), None);
+        // vtable and itable stubs are left out
+        record("vtable stub", 0x5000, 0x20);
+        assert_eq!(find(0x5000), None);
         assert_eq!(find(0x4000), None, "adapters are left out");
         assert_eq!(find(0xfff), None);
     }
