@@ -41,7 +41,7 @@ const MAX_INSTRUCTIONS: usize = 384;
 const MAX_JUMPS: usize = 4;
 /// Most bytes a stub may have pushed (a bound on a misread).
 const MAX_PUSHED: i64 = 64 * 1024;
-/// [`MAX_PUSHED`] as an unsigned distance.
+/// The most bytes a stub may have pushed (`MAX_PUSHED`), as an unsigned distance.
 pub const MAX_PUSHED_BYTES: u64 = MAX_PUSHED.unsigned_abs();
 
 /// Where a stub goes back to the method body.
