@@ -13,13 +13,7 @@ const MAX_NAME: u64 = 64;
 
 /// The value of boolean flag `name`, if the JVM has it.
 pub fn bool_flag(v: &VmStructs, name: &str) -> Option<bool> {
-    read_u8(flag_address(v, name)?).map(|b| b != 0)
-}
-
-/// The address of flag `name`'s value in libjvm's data, if the JVM has it: for a flag read
-/// again later (one that another agent may set after ours has loaded).
-pub fn flag_address(v: &VmStructs, name: &str) -> Option<u64> {
-    flag_entry(v, name).map(|(value, _)| value)
+    read_u8(flag_entry(v, name)?.0).map(|b| b != 0)
 }
 
 /// Whether flag `name` has its default value's origin (not set on the command line, in a flags

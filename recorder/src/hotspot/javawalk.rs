@@ -897,9 +897,6 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         {
             return None;
         }
-        if matches!(resume, stub_exit::Resume::Body { .. }) {
-            return None;
-        }
         self.returned_sender(at, resume)
             .and_then(|next| self.call_site(next, true))
     }

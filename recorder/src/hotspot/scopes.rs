@@ -36,10 +36,6 @@ pub const LEAF_CALLS: [&str; 6] = [
     "method alone: they share no inlined scope",
 ];
 
-/// Where the value of the `DebugNonSafepoints` flag is (a `bool` in libjvm's data; 0: not
-/// found).
-static NON_SAFEPOINT_FLAG: AtomicU64 = AtomicU64::new(0);
-
 /// `DebugNonSafepoints` was on when the recording started (from the command line: every
 /// nmethod has PcDescs between safepoints). Set later (by another agent), it would hold only for
 /// the methods compiled since, so it is not read again.
@@ -64,10 +60,8 @@ pub fn set_recorded_from_start() {
 /// installed (the table is read through it), before the first sample; and whether every
 /// nmethod has debug information between safepoints by our events.
 pub fn find_non_safepoint_flag(v: &super::vmstructs::VmStructs) {
-    if let Some(addr) = super::flags::flag_address(v, "DebugNonSafepoints") {
-        NON_SAFEPOINT_FLAG.store(addr, Ordering::Release);
-        FLAG_AT_START.store(non_safepoint_flag(), Ordering::Release);
-    }
+    let on = super::flags::bool_flag(v, "DebugNonSafepoints") == Some(true);
+    FLAG_AT_START.store(on, Ordering::Release);
     let default = super::flags::flag_is_default(v, "DebugNonSafepoints") == Some(true);
     RECORDED_FROM_START.store(
         default && EVENTS_FROM_START.load(Ordering::Acquire),
@@ -84,14 +78,6 @@ pub fn non_safepoints() -> Option<&'static str> {
         Some("on (-XX:+DebugNonSafepoints)")
     } else {
         None
-    }
-}
-
-/// The `DebugNonSafepoints` flag's value now (false if it cannot be read).
-fn non_safepoint_flag() -> bool {
-    match NON_SAFEPOINT_FLAG.load(Ordering::Acquire) {
-        0 => false,
-        addr => read_u8(addr).is_some_and(|b| b != 0),
     }
 }
 
