@@ -84,6 +84,11 @@ static __attribute__((noinline)) long descend(uintptr_t low, long left, double s
 JNIEXPORT jlong JNICALL Java_Hardening_nearGuard(JNIEnv *env, jclass c, jlong left, jdouble seconds) {
     uintptr_t low = usable_stack_low();
     if (low == 0) return -1;
+    /* Bound before the descent: a first call at the bottom would run the dynamic linker's lazy
+     * binding there (about 2.7 KB of stack with AVX-512 state), leaving too little for the
+     * kernel's signal frame; the kernel then kills the process on any signal, the agent's or
+     * another's. The library is also linked with -z now. */
+    (void)thread_cpu_s();
     long reached = 0;
     descend(low, (long)left, seconds, &reached);
     return reached;

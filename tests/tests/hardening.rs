@@ -23,9 +23,10 @@ use tests::workload::{
 fn workload() -> PathBuf {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     build_once(&BUILT, "hardening", |jdk, src, dir| {
-        // No frame pointers and no red zone: the spin loops push and set rbp themselves.
+        // No frame pointers and no red zone: the spin loops push and set rbp themselves. Bound
+        // at load: no lazy binding deep in the guard-zone descent.
         run(
-            jni_gcc(jdk, &["-O2", "-fomit-frame-pointer", "-mno-red-zone"])
+            jni_gcc(jdk, &["-O2", "-fomit-frame-pointer", "-mno-red-zone", "-Wl,-z,now"])
                 .arg(src.join("hardening.c"))
                 .arg("-o")
                 .arg(dir.join("libhardening.so")),
