@@ -3,7 +3,9 @@
  * (see Hardening.java): a thread close to its stack's guard zone, code on a fiber stack and on
  * an alternate signal stack whose rbp points into an unmapped gap, a page of the thread's own
  * stack made unreadable with rbp pointing into it. Each spins on its own CPU so that the
- * agent's timer fires there. Build: gcc -O2 -fomit-frame-pointer -mno-red-zone -shared -fPIC.
+ * agent's timer fires there. Build: gcc -O2 -fomit-frame-pointer -mno-red-zone -shared -fPIC
+ * (x86_64), aarch64-linux-gnu-gcc -O2 -fomit-frame-pointer -shared -fPIC (aarch64, where rbp
+ * is x29, the frame record's pointer).
  */
 #define _GNU_SOURCE
 #include <jni.h>
@@ -30,6 +32,20 @@ static void spin_with_rbp(uintptr_t fake_rbp, double seconds) {
     double end = thread_cpu_s() + seconds;
     while (thread_cpu_s() < end) {
         long n = 2000000;
+#if defined(__aarch64__)
+        /* x29 kept in a register of its own and put back by the asm itself: GCC neither saves
+         * nor restores x29 for a clobber (a caller's frame record was lost that way). */
+        uintptr_t saved;
+        __asm__ volatile(
+            "mov %1, x29\n\t"
+            "mov x29, %2\n\t"
+            "1: subs %0, %0, #1\n\t"
+            "b.ne 1b\n\t"
+            "mov x29, %1\n\t"
+            : "+r"(n), "=&r"(saved)
+            : "r"(fake_rbp)
+            : "memory", "cc");
+#else
         __asm__ volatile(
             "push %%rbp\n\t"
             "mov %1, %%rbp\n\t"
@@ -39,6 +55,7 @@ static void spin_with_rbp(uintptr_t fake_rbp, double seconds) {
             : "+r"(n)
             : "r"(fake_rbp)
             : "memory", "cc");
+#endif
     }
 }
 

@@ -4,12 +4,14 @@
 # Java_<Chain>_burn -> chain_outer -> chain_middle -> chain_leaf built -O2 plain, with and
 # without frame pointers, plus libc's memcpy/qsort/malloc, the JDK's Deflater and nanoTime),
 # then reads the recordings on this x86_64 host with the JDK's `jfr` and our `jfr-symbolize`;
-# then the bundled demo on aarch64 JDK 25 and Debian's arm64 JDK 17, reported and checked.
+# then the bundled demo on aarch64 JDK 25 and Debian's arm64 JDK 17, reported and checked, and
+# the crash short form (the hardening fixture's hard places) on both.
 #
 #   tools/scripts/arm64.sh            install what is missing, build, run, report
-#   tools/scripts/arm64.sh build      install and build only; `run` / `report` / `demo`: those
-#                                     steps only (`demo`: the bundled demo on aarch64 JDK 25 and
-#                                     17, recorded under qemu, reported and checked on the host)
+#   tools/scripts/arm64.sh build      install and build only; `run` / `report` / `demo` /
+#                                     `crash`: those steps only (`demo`: the bundled demo on
+#                                     aarch64 JDK 25 and 17, recorded under qemu, reported and
+#                                     checked on the host; `crash`: the hardening fixture's cases)
 #   SECONDS_PER_THREAD=2 tools/scripts/arm64.sh
 #
 # Installs (as root, once): the rustup target aarch64-unknown-linux-gnu; Debian's
@@ -104,6 +106,13 @@ build() {
     # mode is not run).
     "${cc[@]}" -O2 -fno-omit-frame-pointer "$src/cstack.c" -o "$OUT/libcstack.so"
     "$JDK17_HOME/bin/javac" -nowarn --release 17 -d "$OUT/classes" "$src/Cstack.java"
+    say "aarch64 hardening fixture in $OUT/hardening"
+    mkdir -p "$OUT/hardening"
+    aarch64-linux-gnu-gcc -shared -fPIC -O2 -fomit-frame-pointer -Wl,-z,now \
+        -I"$JDK17_HOME/include" -I"$JDK17_HOME/include/linux" \
+        "$ROOT/testdata/hardening/hardening.c" -o "$OUT/hardening/libhardening.so"
+    "$JDK17_HOME/bin/javac" -nowarn --release 17 -d "$OUT/hardening" \
+        "$ROOT/testdata/hardening/Hardening.java"
     # The bundled demo, as `jfrnative demo` builds it (-O2, frame pointers, -g), for aarch64.
     say "aarch64 demo in $OUT/demo"
     mkdir -p "$OUT/demo"
@@ -165,6 +174,50 @@ run() {
     grep '^jfr-native' "$OUT/$name.err" | sed 's/^/   /' >&2 || true
 }
 
+# --- 3c. The crash short form under qemu --------------------------------------------------
+# The hardening fixture's hard places (tests/tests/hardening.rs at 1 ms): a thread spinning 5.5
+# and 7.5 KB above its guard zone, code on a fiber stack and on an alternate signal stack with
+# x29 in an unmapped gap (frame-pointer and CFI walks), a page of the thread's own stack made
+# unreadable with x29 in it. Each must end with exit 0, DONE, the agent's "wrote" line, no
+# hs_err file, and at least 20 of the samples the agent's counter names.
+HARDENING_CASES=(
+    "guard5500|interval=1ms|guard 5500 1.0|too little stack left"
+    "guard7500|interval=1ms|guard 7500 1.0|too little stack left"
+    "fiber-fp|interval=1ms,cstack=fp|fiber 1.0|off the thread's stack (pc only)"
+    "fiber-dwarf|interval=1ms,cstack=dwarf|fiber 1.0|off the thread's stack (pc only)"
+    "altstack-fp|interval=1ms,cstack=fp|altstack 62 1.0|off the thread's stack (pc only)"
+    "altstack-dwarf|interval=1ms,cstack=dwarf|altstack 62 1.0|off the thread's stack (pc only)"
+    "guardpage|interval=1ms,cstack=fp|guardpage 1.0|faulting reads recovered"
+)
+
+# crash JDK HOME: every case on the aarch64 JDK in HOME; returns 1 if one failed.
+crash() {
+    local jdk=$1 home=$2 failed=0 c name options args counter dir code n verdict
+    for c in "${HARDENING_CASES[@]}"; do
+        IFS='|' read -r name options args counter <<<"$c"
+        dir=$OUT/hardening/run-$jdk-$name
+        rm -rf "$dir"
+        mkdir -p "$dir"
+        code=0
+        # shellcheck disable=SC2086 # args: the fixture's words
+        (cd "$dir" && qemu-aarch64-static -L "$DEBIAN_ARM64" "$home/bin/java" \
+            -Djava.library.path="$OUT/hardening" -cp "$OUT/hardening" \
+            "-agentpath:$AGENT=file=$dir/h.jfr,$options" Hardening $args \
+            >out.txt 2>err.txt) || code=$?
+        n=$(sed -n "s/.*$counter: \([0-9]*\).*/\1/p" "$dir/err.txt" | head -1)
+        verdict=ok
+        if [ "$code" -ne 0 ] || ! grep -q DONE "$dir/out.txt" ||
+            ! grep -q '^jfr-native: wrote' "$dir/err.txt" || compgen -G "$dir/hs_err*" >/dev/null ||
+            [ "${n:-0}" -lt 20 ]; then
+            verdict=FAILED
+            failed=1
+        fi
+        printf '  JDK %-3s %-15s exit %-3s %s: %-5s %s\n' "$jdk" "$name" "$code" "$counter" \
+            "${n:-0}" "$verdict"
+    done
+    return $failed
+}
+
 # --- 4. On the host ----------------------------------------------------------------------
 report() {
     local name=$1
@@ -197,6 +250,13 @@ main() {
     case $step in demo | all)
         demo 25 "$JDK_AARCH64"
         demo 17 "$JDK17_AARCH64" ;;
+    esac
+    case $step in crash | all)
+        say "the crash short form under qemu (each case one JVM)"
+        local failed=0
+        crash 25 "$JDK_AARCH64" || failed=1
+        crash 17 "$JDK17_AARCH64" || failed=1
+        return $failed ;;
     esac
 }
 
