@@ -8,10 +8,11 @@
 # the crash short form (the hardening fixture's hard places) on both.
 #
 #   tools/scripts/arm64.sh            install what is missing, build, run, report
-#   tools/scripts/arm64.sh build      install and build only; `run` / `report` / `demo` /
-#                                     `crash`: those steps only (`demo`: the bundled demo on
-#                                     aarch64 JDK 25 and 17, recorded under qemu, reported and
-#                                     checked on the host; `crash`: the hardening fixture's cases)
+#   tools/scripts/arm64.sh build      install and build only; `run`, `report`, `demo`,
+#                                     `reverse`, `crash`: that step only. demo: the bundled
+#                                     demo on aarch64 JDK 25 and 17 under qemu, reported and
+#                                     checked on the host; reverse: an x86_64 recording
+#                                     symbolized on aarch64; crash: the hardening fixture
 #   SECONDS_PER_THREAD=2 tools/scripts/arm64.sh
 #
 # Installs (as root, once): the rustup target aarch64-unknown-linux-gnu; Debian's
@@ -218,6 +219,41 @@ crash() {
     return $failed
 }
 
+# --- 3d. The reverse: an x86_64 recording symbolized by jfr-symbolize for aarch64 -----------
+# The demo recorded on this host (`jfrnative demo`), symbolized by the host's jfr-symbolize and
+# by the aarch64 one under qemu: the folded stacks and the text report must be the same, but
+# for frames in the vDSO (the aarch64 process has no x86_64 vDSO to read, and keeps their
+# offsets, saying so).
+reverse() {
+    say "cargo build --release -p tools --bin jfr-symbolize --target $TARGET"
+    (cd "$ROOT" && cargo build -q --release -p tools --bin jfr-symbolize --target "$TARGET")
+    local dir=$OUT/x86demo host=$ROOT/target/release/jfr-symbolize
+    local arm=("${QEMU[@]}" "$ROOT/target/$TARGET/release/jfr-symbolize")
+    (cd "$ROOT" && cargo build -q --release -p tools --bin jfrnative)
+    JAVA_HOME=$JDK17_HOME "$ROOT/target/release/jfrnative" demo --dir "$dir" --duration 3s \
+        >"$dir.log" 2>&1 || { tail -20 "$dir.log" >&2; return 1; }
+    local common=("$dir/demo.jfr" --search-dir "$dir/build")
+    "$host" "${common[@]}" --threads -f collapsed -o "$dir/x86_64.collapsed" 2>/dev/null
+    "${arm[@]}" "${common[@]}" --threads -f collapsed -o "$dir/aarch64.collapsed" 2>/dev/null
+    "$host" "${common[@]}" -f text -o "$dir/x86_64.txt" 2>/dev/null
+    "${arm[@]}" "${common[@]}" -f text -o "$dir/aarch64.txt" 2>/dev/null
+    local stacks differ
+    stacks=$(wc -l <"$dir/x86_64.collapsed")
+    differ=$(diff "$dir/x86_64.collapsed" "$dir/aarch64.collapsed" | grep -c '^<' || true)
+    local vdso
+    vdso=$(diff "$dir/x86_64.collapsed" "$dir/aarch64.collapsed" | grep '^>' | grep -c 'vdso' || true)
+    printf '  x86_64 demo symbolized on aarch64: %s stacks, %s differ (%s of them at a vDSO frame)\n' \
+        "$stacks" "$differ" "$vdso"
+    if [ "$differ" -ne "$vdso" ]; then
+        diff "$dir/x86_64.collapsed" "$dir/aarch64.collapsed" | head -20 >&2
+        return 1
+    fi
+    if [ "$vdso" -eq 0 ] && ! cmp -s "$dir/x86_64.txt" "$dir/aarch64.txt"; then
+        diff "$dir/x86_64.txt" "$dir/aarch64.txt" | head -20 >&2
+        return 1
+    fi
+}
+
 # --- 4. On the host ----------------------------------------------------------------------
 report() {
     local name=$1
@@ -251,6 +287,7 @@ main() {
         demo 25 "$JDK_AARCH64"
         demo 17 "$JDK17_AARCH64" ;;
     esac
+    case $step in reverse | all) reverse ;; esac
     case $step in crash | all)
         say "the crash short form under qemu (each case one JVM)"
         local failed=0
