@@ -25,12 +25,13 @@ fn workload() -> PathBuf {
     build_once(&BUILT, "hardening", |jdk, src, dir| {
         // No frame pointers and no red zone: the spin loops push and set rbp themselves. Bound
         // at load: no lazy binding deep in the guard-zone descent.
-        run(
-            jni_gcc(jdk, &["-O2", "-fomit-frame-pointer", "-mno-red-zone", "-Wl,-z,now"])
-                .arg(src.join("hardening.c"))
-                .arg("-o")
-                .arg(dir.join("libhardening.so")),
-        )?;
+        run(jni_gcc(
+            jdk,
+            &["-O2", "-fomit-frame-pointer", "-mno-red-zone", "-Wl,-z,now"],
+        )
+        .arg(src.join("hardening.c"))
+        .arg("-o")
+        .arg(dir.join("libhardening.so")))?;
         run(Command::new("gcc")
             .args(["-O2", "-o"])
             .arg(dir.join("junk_signals"))
