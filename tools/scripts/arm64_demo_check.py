@@ -15,6 +15,8 @@ import subprocess
 import sys
 from collections import defaultdict
 
+from arm64_report import folded
+
 # A native frame is named from its library's symbols: a function's own name, or the nearest
 # exported symbol plus an offset where the library keeps no other (Debian's libz: its static
 # deflate functions are named so). `library:` frames are matched by that library's exported
@@ -74,13 +76,9 @@ def main():
     java = defaultdict(int)
     both = defaultdict(int)
     named = defaultdict(int)
-    for line in open(collapsed):
-        stack, _, weight = line.rstrip("\n").rpartition(" ")
-        frames = stack.split(";")
-        thread = frames[0].strip("[]")
+    for thread, frames, n in folded(collapsed):
         if thread not in EXPECT:
             continue
-        n = int(weight)
         total[thread] += n
         if ALSO_NAMED.get(thread) in frames:
             named[thread] += n

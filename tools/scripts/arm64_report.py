@@ -39,19 +39,24 @@ def exact_chain(frames, cls):
     return "chain_leaf" not in below or below[2:] == ["chain_leaf"]
 
 
+def folded(path):
+    """(thread, frames, weight) per line of `jfr-symbolize --threads -f collapsed`; frames[0]
+    is the thread's root frame, `[name]`."""
+    for line in open(path):
+        stack, _, weight = line.rstrip("\n").rpartition(" ")
+        frames = stack.split(";")
+        yield frames[0].strip("[]"), frames, int(weight)
+
+
 def main():
     name, collapsed, json_path, out_path = sys.argv[1:5]
     samples = defaultdict(int)
     in_chain = defaultdict(int)
     exact = defaultdict(int)
     java = defaultdict(int)
-    for line in open(collapsed):
-        stack, _, weight = line.rstrip("\n").rpartition(" ")
-        frames = stack.split(";")
-        thread = frames[0].strip("[]")
+    for thread, frames, n in folded(collapsed):
         if len(frames) > 1 and frames[1].startswith("[lost samples"):
             continue
-        n = int(weight)
         samples[thread] += n
         if "java.lang.Thread.run" in frames:
             java[thread] += n
