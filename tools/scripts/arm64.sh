@@ -229,7 +229,9 @@ reverse() {
     (cd "$ROOT" && cargo build -q --release -p tools --bin jfr-symbolize --target "$TARGET")
     local dir=$OUT/x86demo host=$ROOT/target/release/jfr-symbolize
     local arm=("${QEMU[@]}" "$ROOT/target/$TARGET/release/jfr-symbolize")
-    (cd "$ROOT" && cargo build -q --release -p tools --bin jfrnative)
+    say "cargo build --release -p recorder; -p tools --bin jfrnative (the host's agent and CLI)"
+    (cd "$ROOT" && cargo build -q --release -p recorder &&
+        cargo build -q --release -p tools --bin jfrnative)
     JAVA_HOME=$JDK17_HOME "$ROOT/target/release/jfrnative" demo --dir "$dir" --duration 3s \
         >"$dir.log" 2>&1 || { tail -20 "$dir.log" >&2; return 1; }
     local common=("$dir/demo.jfr" --search-dir "$dir/build")
