@@ -106,6 +106,17 @@ build() {
     # No aarch64 libz here: its symbols stay unresolved (bound lazily, never called: the libz
     # mode is not run).
     "${cc[@]}" -O2 -fno-omit-frame-pointer "$src/cstack.c" -o "$OUT/libcstack.so"
+    # The same chain signed: -mbranch-protection=pac-ret (Ubuntu's default on arm64): every
+    # function that saves x30 signs it first (qemu's CPU authenticates pointers), and its CFI
+    # has DW_CFA_AARCH64_negate_ra_state.
+    mkdir -p "$OUT/pac"
+    cp "$OUT/libcstack.so" "$OUT/pac/"
+    "${cc[@]}" -O2 -mbranch-protection=pac-ret -DCHAIN_CLASS=ChainPlain "$src/chain.c" \
+        -o "$OUT/pac/libchainplain.so"
+    "${cc[@]}" -O2 -mbranch-protection=pac-ret -fno-omit-frame-pointer -DCHAIN_CLASS=ChainFp \
+        "$src/chain.c" -o "$OUT/pac/libchainfp.so"
+    "${cc[@]}" -O2 -mbranch-protection=pac-ret -fomit-frame-pointer -DCHAIN_CLASS=ChainNofp \
+        "$src/chain.c" -o "$OUT/pac/libchainnofp.so"
     "$JDK17_HOME/bin/javac" -nowarn --release 17 -d "$OUT/classes" "$src/Cstack.java"
     say "aarch64 hardening fixture in $OUT/hardening"
     mkdir -p "$OUT/hardening"
@@ -156,15 +167,20 @@ demo() {
 
 # --- 3. Runs under qemu -------------------------------------------------------------------
 MODES=chain-plain,chain-fp,chain-nofp,memcpy,qsort,malloc,jdkdeflate,nanotime
-AGENT=$ROOT/target/$TARGET/release/libjfrnative.so
+# The aarch64 agent; AGENT=PATH runs another build (a broken one, to see a check fail).
+AGENT=${AGENT:-$ROOT/target/$TARGET/release/libjfrnative.so}
 
 # run NAME AGENT_OPTIONS: one JVM of the workload; its stderr in $OUT/NAME.err.
+# The fixtures' directory of case NAME: the pac-ret builds for `pac`.
+libs() { if [ "$1" = pac ]; then echo "$OUT/pac"; else echo "$OUT"; fi; }
+
 run() {
     local name=$1 options=$2
     rm -f "$OUT/$name.jfr"
     say "qemu: java -agentpath:libjfrnative.so=file=$name.jfr,$options Cstack $SECONDS_PER_THREAD $MODES"
     local start=$SECONDS
-    "${QEMU[@]}" "$JDK_AARCH64/bin/java" -Xss2m -Djava.library.path="$OUT" -cp "$OUT/classes" \
+    "${QEMU[@]}" "$JDK_AARCH64/bin/java" -Xss2m -Djava.library.path="$(libs "$name")" \
+        -cp "$OUT/classes" \
         "-agentpath:$AGENT=file=$OUT/$name.jfr,$options" \
         Cstack "$SECONDS_PER_THREAD" "$MODES" >"$OUT/$name.out" 2>"$OUT/$name.err" || {
         say "$name: the JVM failed ($?)"
@@ -242,19 +258,22 @@ reverse() {
 }
 
 # --- 4. On the host ----------------------------------------------------------------------
+# report NAME MIN_EXACT: fails if a chain thread's exact share is under MIN_EXACT.
 report() {
-    local name=$1
+    local name=$1 min_exact=$2
     "$ROOT/target/release/jfr-symbolize" "$OUT/$name.jfr" --sysroot "$SYSROOT" \
-        --search-dir "$OUT" --threads --samples -f collapsed -o "$OUT/$name.collapsed" \
+        --search-dir "$(libs "$name")" --threads --samples -f collapsed -o "$OUT/$name.collapsed" \
         2>"$OUT/$name.symbolize.err" || { cat "$OUT/$name.symbolize.err" >&2; return 1; }
     "$JDK17_HOME/bin/jfr" print --json --events jdk.CPUTimeSample,jdk.CPUInformation,jdk.OSInformation \
         "$OUT/$name.jfr" >"$OUT/$name.json"
     python3 "$ROOT/tools/scripts/arm64_report.py" "$name" "$OUT/$name.collapsed" \
-        "$OUT/$name.json" "$OUT/$name.out"
+        "$OUT/$name.json" "$OUT/$name.out" "$min_exact"
 }
 
-CASES=("dwarf:cstack=dwarf,interval=$INTERVAL" "fp:cstack=fp,interval=$INTERVAL"
-    "perf:cstack=dwarf,engine=perf,interval=$INTERVAL")
+# name:agent options:the least exact-chain share (cstack=fp: none, GCC's leaves keep no record)
+CASES=("dwarf:cstack=dwarf,interval=$INTERVAL:0.95" "fp:cstack=fp,interval=$INTERVAL:0"
+    "perf:cstack=dwarf,engine=perf,interval=$INTERVAL:0.95"
+    "pac:cstack=dwarf,interval=$INTERVAL:0.95")
 
 main() {
     local step=${1:-all}
@@ -262,13 +281,17 @@ main() {
     case $step in build | all) build ;; esac
     case $step in run | all)
         for c in "${CASES[@]}"; do
-            run "${c%%:*}" "${c#*:}"
+            IFS=: read -r name options _ <<<"$c"
+            run "$name" "$options"
         done ;;
     esac
     case $step in report | all)
+        local failed=0
         for c in "${CASES[@]}"; do
-            report "${c%%:*}"
-        done ;;
+            IFS=: read -r name _ min_exact <<<"$c"
+            report "$name" "$min_exact" || failed=1
+        done
+        [ "$failed" = 0 ] || return 1 ;;
     esac
     case $step in demo | all)
         demo 25 "$JDK_AARCH64"

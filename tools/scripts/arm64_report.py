@@ -3,11 +3,12 @@
 samples, the share whose native frames are the exact chain, the share whose Java stack reaches
 Thread.run, and the sum of samplingPeriod against the thread's CPU time.
 
-    arm64_report.py NAME CASE.collapsed CASE.json CASE.out
+    arm64_report.py NAME CASE.collapsed CASE.json CASE.out [MIN_EXACT]
 
 CASE.collapsed: `jfr-symbolize --threads --samples -f collapsed` (one sample per unit of
 weight); CASE.json: `jfr print --json` of jdk.CPUTimeSample, jdk.CPUInformation and
-jdk.OSInformation; CASE.out: the workload's `CPU <thread> <ns>` lines.
+jdk.OSInformation; CASE.out: the workload's `CPU <thread> <ns>` lines. With MIN_EXACT (a share),
+exits 1 if a chain thread has no chain samples or an exact share under it.
 """
 import json
 import re
@@ -50,6 +51,7 @@ def folded(path):
 
 def main():
     name, collapsed, json_path, out_path = sys.argv[1:5]
+    min_exact = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
     samples = defaultdict(int)
     in_chain = defaultdict(int)
     exact = defaultdict(int)
@@ -94,6 +96,12 @@ def main():
         chain_text = str(chain) if thread in CHAINS else ""
         print(f"  {thread:12} {n:7} {chain_text:>8} {share if thread in CHAINS else '':>7} "
               f"{jshare:>13} {period[thread]:10.2f} {cpu[thread]:6.2f} {ratio:>6}")
+    if min_exact > 0:
+        low = [t for t in CHAINS
+               if not in_chain.get(t) or exact[t] / in_chain[t] < min_exact]
+        if low:
+            print(f"  FAILED: exact chain under {100 * min_exact:.0f}% in {', '.join(low)}")
+            sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,23 @@ pub const QEMU_TIMER_IDS: bool = true;
 /// x86_64's); Java frames come from AsyncGetCallTrace alone.
 pub const VM_WALK: bool = false;
 
+/// A return address as code can be found at: its pointer-authentication code removed. Code
+/// built with `-mbranch-protection=pac-ret` (Ubuntu's default on arm64, and HotSpot's own with
+/// `UseBranchProtection`) signs x30 (`paciasp`) before it saves it, so a saved return address,
+/// or x30 itself in such a function, carries a signature in its top bits. XPACLRI (`hint #7`)
+/// strips it exactly whatever the virtual-address size, and is a no-op on a CPU without
+/// pointer authentication.
+#[inline]
+pub fn code_address(return_address: u64) -> u64 {
+    let mut lr = return_address;
+    // SAFETY: `hint #7` (XPACLRI) rewrites x30 alone, which the operand gives and takes back;
+    // it reads no memory, writes no flags and uses no stack.
+    unsafe {
+        std::arch::asm!("hint #7", inout("x30") lr, options(nomem, nostack, preserves_flags));
+    }
+    lr
+}
+
 /// DWARF register numbers of the call-frame information.
 pub mod dwarf {
     /// The stack pointer (sp, 31).
@@ -38,6 +55,11 @@ pub mod dwarf {
     pub const RA: gimli::Register = gimli::AArch64::X30;
     /// Whether the CFA expressions the table builder recognises (x86_64's) apply: no.
     pub const CFA_EXPRESSIONS: bool = false;
+    /// The vendor extensions of its call-frame instructions: AArch64's, whose
+    /// `DW_CFA_AARCH64_negate_ra_state` every function built with `-mbranch-protection=pac-ret`
+    /// has (without it gimli stops at that instruction: the function's rows after its first
+    /// are lost, and the walk falls back to frame pointers there).
+    pub const VENDOR: gimli::Vendor = gimli::Vendor::AArch64;
 }
 
 /// The CFA at a function's first instruction, from sp: nothing is pushed by a call.
@@ -153,3 +175,26 @@ std::arch::global_asm!(
     ".size jfrnative_safe_read, . - jfrnative_safe_read",
     ".popsection",
 );
+
+#[cfg(test)]
+mod tests {
+    use super::code_address;
+
+    /// A return address signed the way pac-ret signs it comes back whole, and an unsigned one
+    /// unchanged. PACI1716 (`hint #8`: signs x17 with the modifier in x16) is in the hint space
+    /// like XPACLRI: on a CPU without pointer authentication both do nothing and this still
+    /// holds; qemu-user's CPU signs, so there the top bits differ before the strip.
+    #[test]
+    fn a_signed_return_address_is_stripped() {
+        let plain = a_signed_return_address_is_stripped as *const () as u64;
+        let mut signed = plain;
+        // SAFETY: `hint #8` rewrites x17 alone (given and taken back) from x16; no memory,
+        // flags or stack.
+        unsafe {
+            std::arch::asm!("hint #8", inout("x17") signed, in("x16") 0x7fff_0000u64,
+                options(nomem, nostack, preserves_flags));
+        }
+        assert_eq!(code_address(signed), plain, "signed {signed:#x}");
+        assert_eq!(code_address(plain), plain);
+    }
+}

@@ -12,6 +12,8 @@
 //! - the DWARF register numbers of its call-frame information ([`dwarf`]), where a function's
 //!   return address is at its first instruction ([`ENTRY_CFA_OFFSET`]) and how many bits of an
 //!   unwind rule say where the return address was saved ([`RULE_FP_BITS`], [`RULE_RA_BITS`]);
+//! - a return address as code can be found at ([`code_address`]: aarch64 strips a
+//!   pointer-authentication code);
 //! - its ELF machine and import relocations;
 //! - whether the HotSpot frame walk knows its frames ([`VM_WALK`]).
 //!

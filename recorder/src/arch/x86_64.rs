@@ -35,6 +35,8 @@ pub mod dwarf {
     /// Whether the CFA expressions the table builder recognises (binutils' PLT expression,
     /// OpenSSL's `rsp + N, deref, + 8`) are this architecture's.
     pub const CFA_EXPRESSIONS: bool = true;
+    /// The vendor extensions of its call-frame instructions: none.
+    pub const VENDOR: gimli::Vendor = gimli::Vendor::Default;
 }
 
 /// The CFA at a function's first instruction, from sp: the call pushed the return address.
@@ -58,6 +60,12 @@ pub mod uc {
     pub const SP: u64 = GREGS + 8 * libc::REG_RSP as u64;
     /// The interrupted frame pointer.
     pub const FP: u64 = GREGS + 8 * libc::REG_RBP as u64;
+}
+
+/// A return address as code can be found at: x86_64 keeps no signature in it.
+#[inline]
+pub const fn code_address(return_address: u64) -> u64 {
+    return_address
 }
 
 /// The registers a `ucontext_t` at `uc` holds, read word by word through `read` (a signal

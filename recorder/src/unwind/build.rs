@@ -214,7 +214,9 @@ pub fn build(data: &[u8], base: u64, file_offset: u64, page_size: u64) -> Result
             if let Some(got) = address_of(".got") {
                 bases = bases.set_got(got);
             }
-            section_rows(&EhFrame::new(&data, LittleEndian), &bases)
+            let mut eh_frame = EhFrame::new(&data, LittleEndian);
+            eh_frame.set_vendor(dwarf::VENDOR);
+            section_rows(&eh_frame, &bases)
         }
         None => (Vec::new(), 0),
     };
@@ -223,6 +225,7 @@ pub fn build(data: &[u8], base: u64, file_offset: u64, page_size: u64) -> Result
         Some((_, data)) => {
             let mut debug = DebugFrame::new(&data, LittleEndian);
             debug.set_address_size(8);
+            debug.set_vendor(dwarf::VENDOR);
             let (extra, fdes) = section_rows(&debug, &BaseAddresses::default());
             let extra = not_covered(&rows, extra);
             rows.extend(extra);

@@ -118,7 +118,7 @@ fn fp_step(r: Regs, mem: &impl Memory) -> Option<Regs> {
         return None;
     }
     Some(Regs {
-        pc: mem.read_u64(r.fp.checked_add(8)?)?,
+        pc: arch::code_address(mem.read_u64(r.fp.checked_add(8)?)?),
         sp: r.fp.checked_add(16)?,
         fp: mem.read_u64(r.fp)?,
         lr: 0,
@@ -144,8 +144,9 @@ fn cfa_step(r: Regs, rule: Rule, rbp_known: &mut bool, mem: &impl Memory) -> Opt
         _ => return None,
     };
     // The return address sits below the CFA (x86_64: just below), at or above the current
-    // sp; or, in a frame that has not saved it, in the link register.
-    let pc = match rule.ra() {
+    // sp; or, in a frame that has not saved it, in the link register. Either may be signed
+    // (aarch64's pac-ret).
+    let ra = match rule.ra() {
         SavedRa::At(k) => {
             let ra_slot = cfa.checked_sub(u64::from(k).checked_mul(8)?)?;
             if ra_slot < r.sp {
@@ -156,6 +157,7 @@ fn cfa_step(r: Regs, rule: Rule, rbp_known: &mut bool, mem: &impl Memory) -> Opt
         SavedRa::InLink if r.lr != 0 => r.lr,
         SavedRa::InLink | SavedRa::Lost => return None,
     };
+    let pc = arch::code_address(ra);
     let fp = match rule.rbp() {
         SavedRbp::Unchanged => r.fp,
         SavedRbp::At(k) => {
