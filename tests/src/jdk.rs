@@ -24,6 +24,16 @@ impl Jdk {
         self.home.join("bin").join(tool)
     }
 
+    /// `bin/jcmd PID` of this JDK, waiting up to 60 s for the JVM to answer the attach: its
+    /// default 10 s ran out when the whole suite loaded both cores (CI: jcmd printed the pid and
+    /// nothing after it).
+    pub fn jcmd(&self, pid: u32) -> std::process::Command {
+        let mut jcmd = std::process::Command::new(self.tool("jcmd"));
+        jcmd.arg("-J-Dsun.tools.attach.attachTimeout=60000")
+            .arg(pid.to_string());
+        jcmd
+    }
+
     /// A short name for messages.
     pub fn name(&self) -> String {
         format!("JDK {} ({})", self.major, self.home.display())

@@ -378,8 +378,8 @@ fn bad_options_stop_the_jvm_with_a_message_naming_the_option() {
 
 /// `jcmd PID JVMTI.agent_load LIB OPTIONS`; returns jcmd's output.
 fn jcmd_agent_load(jdk: &Jdk, pid: u32, agent: &Path, options: &str) -> String {
-    let out = Command::new(jdk.tool("jcmd"))
-        .arg(pid.to_string())
+    let out = jdk
+        .jcmd(pid)
         .arg("JVMTI.agent_load")
         .arg(agent)
         .arg(options)

@@ -223,14 +223,15 @@ impl NamesJvm {
     }
 
     fn attach(&self, jdk: &Jdk, options: &str) -> String {
-        let out = Command::new(jdk.tool("jcmd"))
-            .arg(self.child.id().to_string())
+        let out = jdk
+            .jcmd(self.child.id())
             .arg("JVMTI.agent_load")
             .arg(agent_library())
             .arg(format!("\"{options}\""))
             .output()
             .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        // stdout carries the reply; stderr, shown on a failed check, why there is none.
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
     }
 
     fn record(&self, jdk: &Jdk, file: &Path) {

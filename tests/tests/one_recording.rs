@@ -480,11 +480,7 @@ fn attach_with_jdk_events_records_the_running_jvm_and_leaves_its_own_recording_a
         .arg(&out_file)
         .output()
         .unwrap();
-    let jcmd = Command::new(jdk.tool("jcmd"))
-        .arg(child.id().to_string())
-        .arg("JFR.check")
-        .output()
-        .unwrap();
+    let jcmd = jdk.jcmd(child.id()).arg("JFR.check").output().unwrap();
     let still = String::from_utf8_lossy(&jcmd.stdout).to_string();
     let status = child.wait().unwrap();
     assert!(
