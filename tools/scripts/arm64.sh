@@ -106,7 +106,7 @@ build() {
     # No aarch64 libz here: its symbols stay unresolved (bound lazily, never called: the libz
     # mode is not run).
     "${cc[@]}" -O2 -fno-omit-frame-pointer "$src/cstack.c" -o "$OUT/libcstack.so"
-    # The same chain signed: -mbranch-protection=pac-ret (Ubuntu's default on arm64): every
+    # The same chain signed: -mbranch-protection=pac-ret (return-address signing): every
     # function that saves x30 signs it first (qemu's CPU authenticates pointers), and its CFI
     # has DW_CFA_AARCH64_negate_ra_state.
     mkdir -p "$OUT/pac"

@@ -28,12 +28,12 @@ pub const QEMU_TIMER_IDS: bool = true;
 /// x86_64's); Java frames come from AsyncGetCallTrace alone.
 pub const VM_WALK: bool = false;
 
-/// A return address as code can be found at: its pointer-authentication code removed. Code
-/// built with `-mbranch-protection=pac-ret` (Ubuntu's default on arm64, and HotSpot's own with
-/// `UseBranchProtection`) signs x30 (`paciasp`) before it saves it, so a saved return address,
-/// or x30 itself in such a function, carries a signature in its top bits. XPACLRI (`hint #7`)
-/// strips it exactly whatever the virtual-address size, and is a no-op on a CPU without
-/// pointer authentication.
+/// A return address as code can be found at: its pointer-authentication code removed. Code built
+/// with `-mbranch-protection=pac-ret` (a hardening flag a distribution may build everything with;
+/// HotSpot signs its own frames with `UseBranchProtection`) signs x30 (`paciasp`) before it saves
+/// it, so a saved return address, or x30 itself in such a function, carries a signature in its top
+/// bits. XPACLRI (`hint #7`) strips it exactly whatever the virtual-address size, and is a no-op on
+/// a CPU without pointer authentication.
 #[inline]
 pub fn code_address(return_address: u64) -> u64 {
     let mut lr = return_address;
