@@ -25,8 +25,8 @@ impl Jdk {
     }
 
     /// `bin/jcmd PID` of this JDK, waiting up to 60 s for the JVM to answer the attach: its
-    /// default 10 s ran out when the whole suite loaded both cores (CI: jcmd printed the pid and
-    /// nothing after it).
+    /// default 10 s ran out in a full run whose other tests loaded both cores (jcmd printed the
+    /// pid and nothing after it).
     pub fn jcmd(&self, pid: u32) -> std::process::Command {
         let mut jcmd = std::process::Command::new(self.tool("jcmd"));
         jcmd.arg("-J-Dsun.tools.attach.attachTimeout=60000")
