@@ -35,9 +35,9 @@ const MIN_TYPED_PERCENT: f64 = 90.0;
 const MAX_SAME_TICK_DIFF_PP: f64 = 2.0;
 /// Least share (%) of those pairs that name the same top Java method, on the JDK's samples as
 /// they are: both samplers read HotSpot's debug information between safepoints, which the
-/// agent turns on (measured 100 on regex and 99.2 on javac; 93.2 on regex with that information off, where the JDK
-/// takes the next safepoint's inlined scopes and the agent the compiled method alone; 69-83
-/// with AsyncGetCallTrace alone).
+/// agent turns on (measured 100 on regex and 99.2 on javac; 93.2 on regex with that
+/// information off, where the JDK takes the next safepoint's inlined scopes and the agent the
+/// compiled method alone; 69-83 with AsyncGetCallTrace alone).
 const MIN_SAME_TICK_AGREE_PERCENT: f64 = 97.0;
 /// Least share (%) of those pairs with the same whole stack, methods and frame types (measured
 /// 98.9-99.1 on regex and 98.9 on javac; 92.2 on regex with the information between
