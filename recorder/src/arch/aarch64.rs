@@ -24,9 +24,8 @@ pub const SLOT_RELOCATIONS: [u32; 2] = [1026, 1025];
 pub const QEMU_TIMER_IDS: bool = true;
 
 /// Whether the HotSpot frame walk ([`crate::hotspot::javawalk`]) knows this architecture's
-/// frames and stubs: not yet (its frame layouts, stubs and instruction decoding are
-/// x86_64's); Java frames come from AsyncGetCallTrace alone.
-pub const VM_WALK: bool = false;
+/// frames and stubs: yes, through `hotspot::cpu_aarch64`.
+pub const VM_WALK: bool = true;
 
 /// A return address as code can be found at: its pointer-authentication code removed. Code built
 /// with `-mbranch-protection=pac-ret` (a hardening flag a distribution may build everything with;

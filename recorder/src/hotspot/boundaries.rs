@@ -27,16 +27,13 @@
     clippy::arithmetic_side_effects
 )]
 
+use super::code_types::Entered;
 use super::codeblob::{Blob, BlobKind};
+use super::cpu::{self, ENTRY_FRAME_CALL_WRAPPER, ENTRY_FRAME_THREAD};
 use super::javawalk::{At, Out, Walker};
-use super::mem::read_u8;
 use super::stubs::{self, StubKind};
 use crate::unwind::{Memory, NativeFrames, Regs, Stop};
 
-/// `frame::entry_frame_call_wrapper_offset` (-6 words from rbp), on Linux x86-64.
-const ENTRY_FRAME_CALL_WRAPPER: u64 = 6 * 8;
-/// The call stub's `JavaThread*` argument, above its return address (`[rbp + 24]`).
-const ENTRY_FRAME_THREAD: u64 = 3 * 8;
 /// `JavaCallWrapper::_thread` (its first field: `share/runtime/javaCalls.hpp`, the same in JDK
 /// 17 to 25; checked on every use against the sampled thread).
 const WRAPPER_THREAD: u64 = 0;
@@ -53,13 +50,6 @@ const MAX_STUB_FRAME: u64 = 64 * 1024;
 const CALL_PADDING: u64 = 16;
 /// Native frames written between two Java frames (one run).
 pub const MAX_SEGMENT_FRAMES: usize = 128;
-
-/// x86 `ret`.
-const RET: u8 = 0xc3;
-/// x86 `pop rbp`.
-const POP_RBP: u8 = 0x5d;
-/// `push rbp` (1 byte) then `mov rbp, rsp` (3 bytes): the frame is built 4 bytes in.
-const ENTER_BYTES: u64 = 4;
 
 /// What crossing a boundary gave.
 #[derive(Debug, Clone, Copy)]
@@ -103,14 +93,9 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 (caller, self.entry_java(frame))
             }
             Some((StubKind::NativeLeaf, _)) => {
-                // Frameless, called by native code: its return address is at sp.
-                let caller = Regs {
-                    pc: self.stack.read_u64(regs.sp)?,
-                    sp: regs.sp.checked_add(8)?,
-                    fp: regs.fp,
-                    lr: 0,
-                };
-                (caller, None)
+                // Frameless, called by native code: its return address is at sp (x86_64) or
+                // in lr (aarch64).
+                (self.not_entered(regs, cpu::LEAF_RETURN)?, None)
             }
             // Frames being moved between the stack and the heap (a virtual thread's thaw or
             // freeze): not walked.
@@ -148,7 +133,11 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     /// is not known or does not name the thread.
     fn entry_java(&self, frame: Option<u64>) -> Option<Option<At>> {
         let fp = frame?;
-        if self.stack.read_u64(fp.checked_add(ENTRY_FRAME_THREAD)?)? != self.thread {
+        if self
+            .stack
+            .read_u64(fp.checked_add_signed(ENTRY_FRAME_THREAD)?)?
+            != self.thread
+        {
             return None;
         }
         let wrapper = self
@@ -211,7 +200,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             return None;
         }
         Some(Regs {
-            pc: self.stack.read_u64(fp.checked_add(8)?)?,
+            pc: crate::arch::code_address(self.stack.read_u64(fp.checked_add(8)?)?),
             sp: fp.checked_add(16)?,
             fp: self.stack.read_u64(fp)?,
             lr: 0,
@@ -219,31 +208,46 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     }
 
     /// The caller of a stub that builds an `enter()` frame (`push rbp; mov rbp, rsp` ...
-    /// `leave` or `pop rbp`, `ret`), interrupted at `regs` (its code starts at `start`), and
-    /// the stub's rbp once its frame is built.
+    /// `leave` or `pop rbp`, `ret` on x86_64; `stp x29, x30, [sp, #-16]!; mov x29, sp` ...
+    /// `leave()`, `ret` on aarch64), interrupted at `regs` (its code starts at `start`), and
+    /// the stub's frame pointer once its frame is built.
     fn enter_frame_caller(&self, regs: Regs, start: u64) -> Option<(Regs, Option<u64>)> {
-        let at_sp = |above: u64, fp: u64| -> Option<Regs> {
-            Some(Regs {
-                pc: self.stack.read_u64(regs.sp.checked_add(above)?)?,
-                sp: regs.sp.checked_add(above)?.checked_add(8)?,
+        match cpu::entered(regs.pc, start)? {
+            state @ Entered::NotYet { .. } => Some((self.not_entered(regs, state)?, None)),
+            Entered::Built => {
+                if regs.fp <= regs.sp || regs.fp.checked_sub(regs.sp)? > MAX_STUB_FRAME {
+                    return None;
+                }
+                Some((self.rbp_caller(regs.fp)?, Some(regs.fp)))
+            }
+        }
+    }
+
+    /// The caller of a stub interrupted at `regs` before its frame is made (or after it is
+    /// taken down), as `state` says: the return address at sp plus an offset or in lr, the
+    /// caller's frame pointer likewise or still in the register.
+    fn not_entered(&self, regs: Regs, state: Entered) -> Option<Regs> {
+        let Entered::NotYet { ra_at, fp_at } = state else {
+            return None;
+        };
+        let fp = match fp_at {
+            Some(at) => self.stack.read_u64(regs.sp.checked_add(at)?)?,
+            None => regs.fp,
+        };
+        Some(match ra_at {
+            Some(at) => Regs {
+                pc: crate::arch::code_address(self.stack.read_u64(regs.sp.checked_add(at)?)?),
+                sp: regs.sp.checked_add(at)?.checked_add(8)?,
                 fp,
                 lr: 0,
-            })
-        };
-        let byte = read_u8(regs.pc)?;
-        if regs.pc == start || byte == RET {
-            // Nothing pushed yet, or all popped: the return address is at sp.
-            return Some((at_sp(0, regs.fp)?, None));
-        }
-        if regs.pc < start.checked_add(ENTER_BYTES)? || byte == POP_RBP {
-            // rbp pushed, not yet (or no longer) the frame's.
-            let saved = self.stack.read_u64(regs.sp)?;
-            return Some((at_sp(8, saved)?, None));
-        }
-        if regs.fp <= regs.sp || regs.fp.checked_sub(regs.sp)? > MAX_STUB_FRAME {
-            return None;
-        }
-        Some((self.rbp_caller(regs.fp)?, Some(regs.fp)))
+            },
+            None => Regs {
+                pc: crate::arch::code_address(regs.lr),
+                sp: regs.sp,
+                fp,
+                lr: 0,
+            },
+        })
     }
 
     /// Whether the native walk, reaching Java code at `reached`, landed on the frame anchor's

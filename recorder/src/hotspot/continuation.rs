@@ -48,7 +48,7 @@ use std::sync::{Mutex, OnceLock};
 use super::boundaries::Crossed;
 use super::codeblob::BlobKind;
 use super::javawalk::{kind, At, EntryOwner, JavaFrame, Out, Walker};
-use super::mem::{read_int, read_ptr, read_uint, Field};
+use super::mem::{read_int, read_ptr, Field};
 use super::oops::{self, Oops};
 use super::symtab::JvmSymbols;
 use super::vmstructs::VmStructs;
@@ -64,12 +64,13 @@ const MAX_CHUNKS: usize = 64;
 const MAX_CHUNK_FRAMES: usize = 4096;
 /// Largest chunk believed, in words (a chunk holds at most a thread's stack).
 const MAX_CHUNK_WORDS: i64 = 1 << 24;
-/// x86-64 interpreter frame slots, in words from the frame pointer (`frame_x86.hpp`); in a
+/// Interpreter frame slots, in bytes below the frame pointer (`frame_x86.hpp`,
+/// `frame_aarch64.hpp`; the locals' and the bytecode pointer's differ, [`super::cpu`]); in a
 /// chunk the frame pointer, the locals and the sender sp are stored relative to their slot.
 const SENDER_SP: u64 = 8;
 const METHOD: u64 = 3 * 8;
-const LOCALS: u64 = 7 * 8;
-const BCP: u64 = 8 * 8;
+const LOCALS: u64 = super::cpu::INTERPRETER_LOCALS;
+const BCP: u64 = super::cpu::INTERPRETER_BCP;
 
 /// Where a chunk's frames end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,10 +223,6 @@ pub const SYMBOLS: &[&str] = &[
     "_ZN16java_lang_Thread20_continuation_offsetE",
 ];
 
-/// `mov disp32(%rdi), %rax`: the first instruction of
-/// `Continuation::get_continuation_entry_for_sp`, which loads `JavaThread::_cont_entry`.
-const MOV_FROM_RDI: [u8; 3] = [0x48, 0x8b, 0x87];
-
 /// A static `int` offset of libjvm's, which must be set (positive) by now.
 fn offset(s: &JvmSymbols, name: &str) -> Result<u64, String> {
     s.int(name)
@@ -242,13 +239,7 @@ fn cont_entry(v: &VmStructs, s: &JvmSymbols) -> Result<u64, String> {
     let code = s
         .address("_ZN12Continuation29get_continuation_entry_for_spEP10JavaThreadPl")
         .ok_or("JavaThread::_cont_entry")?;
-    let first = read_uint(code, 4).ok_or("JavaThread::_cont_entry: unreadable code")?;
-    let bytes = first.to_le_bytes();
-    if bytes.get(..3) != Some(&MOV_FROM_RDI[..]) {
-        return Err("JavaThread::_cont_entry: unexpected code".into());
-    }
-    let disp = read_uint(code.checked_add(3).ok_or("overflow")?, 4)
-        .ok_or("JavaThread::_cont_entry: unreadable code")?;
+    let disp = super::cpu::loaded_offset(code).ok_or("JavaThread::_cont_entry: unexpected code")?;
     let size = v.type_size("JavaThread").unwrap_or(u64::MAX);
     (disp % 8 == 0 && disp < size)
         .then_some(disp)
@@ -596,6 +587,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             fp: 0,
             top: false,
             exact: true,
+            lr: 0,
         };
         if !is_virtual {
             return Ok(Crossed::Java(enter_special));
@@ -645,6 +637,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                         fp: 0,
                         top: false,
                         exact: true,
+                        lr: 0,
                     };
                     if !self.emit_compiled(&blob, frame, out).ok_or(BadFrame)? {
                         return Ok(false);

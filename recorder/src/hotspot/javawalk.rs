@@ -21,7 +21,7 @@
 //! return address must be a call site with a PcDesc in an nmethod, an interpreter frame with a
 //! valid method, or the call stub), and one must win; else, past the prologue, the method's
 //! code from the pc is decoded to where its frame is whole or to its `ret`
-//! ([`stub_exit::resume`]), and the sender found so must be one too; else the walk stops
+//! ([`cpu::resume`]), and the sender found so must be one too; else the walk stops
 //! there. Nothing is guessed: a walk that cannot go on ends as truncated with what it has.
 
 #![deny(
@@ -32,11 +32,12 @@
     clippy::arithmetic_side_effects
 )]
 
+use super::code_types::{Resume, Saved};
 use super::codeblob::{Blob, BlobKind};
+use super::cpu::{self, INTERPRETER_BCP};
 use super::layout::JavaLayout;
 use super::mem::read_ptr;
 use super::scopes::{self, PcDesc, Scope, MAX_SCOPES};
-use super::stub_exit;
 use super::stubs::{self, StubKind};
 use crate::unwind::{Memory, NativeFrames, Regs};
 
@@ -63,10 +64,11 @@ pub mod kind {
 
 /// The bytecode index AsyncGetCallTrace gives native methods.
 pub const NATIVE_BCI: i32 = -3;
-/// x86-64 interpreter frame slots, in words from rbp (`frame_x86.hpp`).
+/// Interpreter frame slots below the frame pointer, the same on x86_64 and aarch64
+/// (`frame_x86.hpp`, `frame_aarch64.hpp`: sender sp at -1 word, the `Method*` at -3); the
+/// bytecode pointer's differs ([`cpu::INTERPRETER_BCP`]).
 const INTERPRETER_SENDER_SP: u64 = 8;
 const INTERPRETER_METHOD: u64 = 3 * 8;
-const INTERPRETER_BCP: u64 = 8 * 8;
 /// Bound on physical frames (each also bounded by the output size).
 const MAX_PHYSICAL_FRAMES: usize = 4096;
 
@@ -137,6 +139,8 @@ pub(super) struct At {
     /// The pc is a call site with debug information (else the nearest following PcDesc is
     /// taken, as for an interrupted pc or the return address of a leaf call).
     pub exact: bool,
+    /// The link register (aarch64) of the interrupted frame; 0 for any other.
+    pub lr: u64,
 }
 
 impl At {
@@ -149,19 +153,9 @@ impl At {
             fp: r.fp,
             top: false,
             exact: false,
+            lr: 0,
         }
     }
-}
-
-/// How a candidate sender was found, for its rbp.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Saved {
-    /// rbp saved just below the return address (a complete frame).
-    BelowReturn,
-    /// rbp saved at sp (pushed, frame not allocated yet).
-    AtSp,
-    /// rbp not saved: the register still holds the caller's.
-    InRegister,
 }
 
 /// Where one physical frame's step leaves the walk (see `Walker::step`).
@@ -311,7 +305,9 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             match self.step(at, at_thaw_start, &mut registers, out)? {
                 Step::Across(next) => at = next,
                 Step::Sender(next) => {
-                    if next.sp <= at.sp {
+                    // Only the interrupted frame's sender may share its sp: a frameless frame
+                    // whose return address is still in lr (aarch64).
+                    if next.sp < at.sp || (next.sp == at.sp && !at.top) {
                         return None;
                     }
                     if out.first_return == 0 {
@@ -346,6 +342,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                     fp: regs.fp,
                     top: true,
                     exact: false,
+                    lr: regs.lr,
                 })),
                 // A stub between native code and Java: crossed.
                 Some(crossed) => {
@@ -500,7 +497,20 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         return_desc: Option<PcDesc>,
         out: &mut Out<'_>,
     ) -> Option<Step> {
-        let next = self.compiled_sender(blob, at);
+        // aarch64 reads the interrupted method's code first (`cpu::RESUME_FIRST`): its lr and
+        // the words below its frame hold stale return addresses into the method itself, which
+        // the candidates cannot tell from the real one.
+        let decoded_first = cpu::RESUME_FIRST
+            && at.top
+            && blob.kind == BlobKind::Nmethod
+            && blob.frame_complete_at(at.pc)
+            && blob.frame_complete_pc.is_none_or(|c| at.pc >= c);
+        let next = if decoded_first {
+            self.straight_sender(blob, at)
+                .or_else(|| self.compiled_sender(blob, at))
+        } else {
+            self.compiled_sender(blob, at)
+        };
         let crossed = if !at.top || blob.kind != BlobKind::Nmethod {
             None
         } else if blob.frame_complete_pc.is_some_and(|c| at.pc < c) {
@@ -574,6 +584,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             fp,
             top: false,
             exact: false,
+            lr: 0,
         }))
     }
 
@@ -689,14 +700,14 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
 
     /// The sender of nmethod `blob`'s frame at `at`, a pc without debug information. If the
     /// code from the pc jumps back into the method body (an out-of-line stub,
-    /// [`stub_exit::follow`]), the frame is where it jumps back, above what the stub still
+    /// [`cpu::follow`]), the frame is where it jumps back, above what the stub still
     /// had pushed; else (with `exit_only` false) it is the frame at `at` (a leaf call from the
     /// body). Either way the sender, below the method's frame size, must be a call site.
     fn undescribed_sender(&self, blob: &Blob, at: At, exit_only: bool) -> Option<At> {
         if blob.frame_bytes < 16 {
             return None;
         }
-        let exit = stub_exit::follow(at.pc, |target| {
+        let exit = cpu::follow(at.pc, |target| {
             self.layout
                 .find_blob(target)
                 .is_some_and(|b| b.at == blob.at)
@@ -714,16 +725,18 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     /// The sender of nmethod `blob`'s frame interrupted in its prologue (stack banging, the
     /// frame's `push`/`sub`, the entry barrier's test), where the stale words of the stack
     /// below make guessing among candidate return addresses ambiguous: the prologue's code
-    /// from the pc to where the frame is complete ([`stub_exit::prologue`]) says where the
+    /// from the pc to where the frame is complete ([`cpu::prologue`]) says where the
     /// frame will be, and whether the caller's `rbp` is still in the register. The sender must
     /// be a call site.
     fn prologue_sender(&self, blob: &Blob, at: At) -> Option<At> {
         if blob.frame_bytes < 16 {
             return None;
         }
-        let rest = stub_exit::prologue(at.pc, blob.frame_complete_pc?)?;
+        let rest = cpu::prologue(at.pc, blob.frame_complete_pc?)?;
         let built_sp = at.sp.checked_add_signed(rest.sp_change)?;
-        let saved = if rest.saves_rbp {
+        let saved = if rest.return_in_link {
+            Saved::Link
+        } else if rest.saves_rbp {
             Saved::InRegister
         } else {
             Saved::BelowReturn
@@ -737,7 +750,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     /// none or more than one: inside a `push`/`pop` pair of the body (C2's scan of the
     /// secondary supers saves `rax` around `repne scasq`), or in the epilogue after its
     /// `pop rbp` (over stale return addresses). The code from the pc, in straight line
-    /// ([`stub_exit::resume`]), says where the frame is: at the next instruction with debug
+    /// ([`cpu::resume`]), says where the frame is: at the next instruction with debug
     /// information the frame is whole (`rsp` is the frame's), or at its `ret` the return
     /// address is at `rsp` (with the caller's `rbp` popped on the way or already in the
     /// register). The sender must be a call site.
@@ -745,7 +758,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         if blob.frame_bytes < 16 {
             return None;
         }
-        let resume = stub_exit::resume(
+        let resume = cpu::resume(
             at.pc,
             0..u64::MAX,
             |target| {
@@ -756,7 +769,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             |ip| self.layout.pc_desc(blob, ip, false).is_some(),
         )?;
         let next = match resume {
-            stub_exit::Resume::Body { sp_up } => {
+            Resume::Body { sp_up } => {
                 // What the body still had pushed lies below its frame, never in it.
                 if sp_up.checked_add(16)? > blob.frame_bytes {
                     return None;
@@ -766,7 +779,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 self.sender(body, sp.checked_add(blob.frame_bytes)?, Saved::BelowReturn)?
             }
             // C2 keeps no frame pointer: a `leave` is no compiled method's epilogue.
-            stub_exit::Resume::ReturnThroughFrame { .. } => return None,
+            Resume::ReturnThroughFrame { .. } => return None,
             returned => self.returned_sender(at, returned)?,
         };
         self.known_sender(next)
@@ -826,17 +839,27 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     }
 
     fn interpreted_sender(&self, at: At) -> Option<At> {
-        let pc = self.stack.read_u64(at.fp.checked_add(8)?)?;
+        let pc = crate::arch::code_address(self.stack.read_u64(at.fp.checked_add(8)?)?);
         let sp = self
             .stack
             .read_u64(at.fp.checked_sub(INTERPRETER_SENDER_SP)?)?;
         let fp = self.stack.read_u64(at.fp)?;
-        (at.fp > at.sp && sp > at.fp).then_some(At {
+        // The sender's sp (its unextended sp, where a compiled sender's frame size counts
+        // from) lies above this frame's fp on x86_64; on aarch64 an interpreted callee's frame
+        // may reach above its interpreted caller's sp (the caller's machine sp is below its
+        // expression stack, which the callee's locals and frame overlap).
+        let above = if cpu::INTERPRETER_SENDER_ABOVE_FP {
+            at.fp
+        } else {
+            at.sp
+        };
+        (at.fp > at.sp && sp > above).then_some(At {
             pc,
             sp,
             fp,
             top: false,
             exact: true,
+            lr: 0,
         })
     }
 
@@ -871,7 +894,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     }
 
     /// The sender of a stub interrupted at `at`, from its own code: the instructions from the
-    /// pc to its `ret` in straight line ([`stub_exit::resume`]: fall-through past conditional
+    /// pc to its `ret` in straight line ([`cpu::resume`]: fall-through past conditional
     /// branches, jumps, all inside the stub, `rsp` followed through pushes, pops and
     /// immediate adjustments, and through its `leave` if it made its frame with `enter`) say
     /// where the return address is, whatever stale words lie between. In such a stub
@@ -891,22 +914,37 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             return None;
         }
         // The bounds hold every instruction and so every jump target: no other check.
-        let resume = stub_exit::resume(at.pc, stub.start..stub.end, |_| true, |_| false)?;
-        if matches!(resume, stub_exit::Resume::ReturnThroughFrame { .. })
-            && !stubs::makes_frame(&stub)
-        {
+        let resume = cpu::resume(at.pc, stub.start..stub.end, |_| true, |_| false)?;
+        if matches!(resume, Resume::ReturnThroughFrame { .. }) && !stubs::makes_frame(&stub) {
             return None;
         }
         self.returned_sender(at, resume)
             .and_then(|next| self.call_site(next, true))
     }
 
-    /// The sender a `ret` found by [`stub_exit::resume`] from `at` returns to (not yet checked
-    /// as a call site); `None` for [`stub_exit::Resume::Body`] or an unreadable word.
-    fn returned_sender(&self, at: At, resume: stub_exit::Resume) -> Option<At> {
+    /// The sender a `ret` found by [`cpu::resume`] from `at` returns to (not yet checked
+    /// as a call site); `None` for [`Resume::Body`] or an unreadable word.
+    fn returned_sender(&self, at: At, resume: Resume) -> Option<At> {
         let (ret, fp) = match resume {
-            stub_exit::Resume::Body { .. } => return None,
-            stub_exit::Resume::Return {
+            Resume::Body { .. } => return None,
+            Resume::ReturnInLink {
+                sp_up,
+                fp_loaded_at,
+            } => {
+                let fp = match fp_loaded_at {
+                    Some(offset) => self.stack.read_u64(at.sp.checked_add(offset)?)?,
+                    None => at.fp,
+                };
+                return Some(At {
+                    pc: crate::arch::code_address(at.lr),
+                    sp: at.sp.checked_add(sp_up)?,
+                    fp,
+                    top: false,
+                    exact: true,
+                    lr: 0,
+                });
+            }
+            Resume::Return {
                 sp_up,
                 rbp_popped_at,
             } => {
@@ -916,9 +954,9 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 };
                 (at.sp.checked_add(sp_up)?, fp)
             }
-            stub_exit::Resume::ReturnThroughFrame { ret_above_fp } => {
+            Resume::ReturnThroughFrame { ret_above_fp } => {
                 // The frame `enter` made lies above the pc's `rsp`, within what a stub pushes.
-                if at.fp % 8 != 0 || at.fp.checked_sub(at.sp)? > stub_exit::MAX_PUSHED_BYTES {
+                if at.fp % 8 != 0 || at.fp.checked_sub(at.sp)? > cpu::MAX_PUSHED_BYTES {
                     return None;
                 }
                 (
@@ -928,11 +966,12 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             }
         };
         Some(At {
-            pc: self.stack.read_u64(ret)?,
+            pc: crate::arch::code_address(self.stack.read_u64(ret)?),
             sp: ret.checked_add(8)?,
             fp,
             top: false,
             exact: true,
+            lr: 0,
         })
     }
 
@@ -949,11 +988,12 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         }
         let saved_rbp = self.stack.read_u64(at.fp)?;
         let mut found = None;
-        for above in [16u64, 24] {
+        for above in cpu::RECORD_SENDER_SP {
             let sender_sp = at.fp.checked_add(above)?;
             let Some(pc) = self.stack.read_u64(sender_sp.checked_sub(8)?) else {
                 continue;
             };
+            let pc = crate::arch::code_address(pc);
             if above == 24
                 && !self
                     .layout
@@ -968,6 +1008,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
                 fp: saved_rbp,
                 top: false,
                 exact: true,
+                lr: 0,
             };
             if let Some(next) = self.call_site(next, true) {
                 if found.is_some() {
@@ -980,9 +1021,10 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     }
 
     /// The sender of the interrupted frame, among: the complete frame (preferred when the
-    /// blob says its frame is complete at the pc), the return address at sp (frameless, or
-    /// before the prologue's push, or after the epilogue's pop) and at sp+8 (rbp pushed).
-    /// Exactly one candidate must be a real call site.
+    /// blob says its frame is complete at the pc) and the architecture's candidates
+    /// ([`cpu::top_candidates`]: x86_64's return address at sp, frameless or before the
+    /// prologue's push or after the epilogue's pop, and at sp+8, rbp pushed; aarch64's in lr,
+    /// and in a frame record at sp). Exactly one candidate must be a real call site.
     /// `leaf`: the frame is a stub's; stubs are often called as leaf calls, whose return
     /// addresses have no debug information (nmethods are called with it).
     fn pick_sender(&self, at: At, full: Option<u64>, complete: bool, leaf: bool) -> Option<At> {
@@ -994,14 +1036,10 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             }
         }
         let mut found: Option<At> = None;
-        let candidates = [
-            (at.sp.checked_add(8), Saved::InRegister),
-            (at.sp.checked_add(16), Saved::AtSp),
-            (if complete { None } else { full }, Saved::BelowReturn),
-        ];
+        let candidates = cpu::top_candidates(at.sp, full, complete);
         let mut tried = [0u64; 3];
-        for (i, (sender_sp, saved)) in candidates.into_iter().enumerate() {
-            let Some(sender_sp) = sender_sp else {
+        for (i, candidate) in candidates.into_iter().enumerate() {
+            let Some((sender_sp, saved)) = candidate else {
                 continue;
             };
             // A frame of 16 bytes puts its complete sender where the pushed-rbp one is.
@@ -1024,22 +1062,31 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         found
     }
 
+    /// The sender whose sp is `sender_sp`, its return address and frame pointer where `saved`
+    /// says. Only the interrupted frame's return address can be in lr; its sender's sp may
+    /// then be its own.
     fn sender(&self, at: At, sender_sp: u64, saved: Saved) -> Option<At> {
-        if sender_sp <= at.sp {
+        let in_link = saved == Saved::Link;
+        if sender_sp < at.sp || (sender_sp == at.sp && !in_link) || (in_link && !at.top) {
             return None;
         }
-        let pc = self.stack.read_u64(sender_sp.checked_sub(8)?)?;
+        let pc = if in_link {
+            at.lr
+        } else {
+            self.stack.read_u64(sender_sp.checked_sub(8)?)?
+        };
         let fp = match saved {
             Saved::BelowReturn => self.stack.read_u64(sender_sp.checked_sub(16)?)?,
             Saved::AtSp => self.stack.read_u64(at.sp)?,
-            Saved::InRegister => at.fp,
+            Saved::InRegister | Saved::Link => at.fp,
         };
         Some(At {
-            pc,
+            pc: crate::arch::code_address(pc),
             sp: sender_sp,
             fp,
             top: false,
             exact: true,
+            lr: 0,
         })
     }
 
@@ -1055,7 +1102,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         match blob.kind {
             // A return address follows a call (a PcDesc alone no longer says so: there are
             // PcDescs between safepoints too).
-            BlobKind::Nmethod if !stub_exit::follows_call(next.pc) => None,
+            BlobKind::Nmethod if !cpu::follows_call(next.pc) => None,
             BlobKind::Nmethod => {
                 let method = read_ptr(blob.at.checked_add(self.layout.nm_method)?)?;
                 let mut scopes = [Scope::default(); MAX_SCOPES];

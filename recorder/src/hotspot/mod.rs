@@ -15,12 +15,19 @@
 //! gives "unknown", never a crash. What runs in the signal handler here follows the sampling
 //! wing's rules ([`crate::sampling`]): no allocation, no locks, no panics.
 
+#[cfg(any(target_arch = "aarch64", test))]
+pub mod a64_decode;
 pub mod agct;
 pub mod boundaries;
 pub mod code_names;
+pub mod code_types;
 pub mod codeblob;
 pub mod codecache;
 pub mod continuation;
+#[cfg(any(target_arch = "aarch64", test))]
+pub mod cpu_aarch64;
+#[cfg(target_arch = "x86_64")]
+pub mod cpu_x86_64;
 pub mod flags;
 pub mod javawalk;
 pub mod layout;
@@ -29,12 +36,20 @@ pub mod method;
 pub mod oops;
 pub mod sample;
 pub mod scopes;
+#[cfg(target_arch = "x86_64")]
 pub mod stub_exit;
 pub mod stubs;
 pub mod symtab;
 pub mod threads;
 pub mod vmstructs;
 pub mod vthread;
+
+/// HotSpot's frames and generated code on the architecture built for: one wing per
+/// architecture, the same names in each.
+#[cfg(target_arch = "aarch64")]
+pub use cpu_aarch64 as cpu;
+#[cfg(target_arch = "x86_64")]
+pub use cpu_x86_64 as cpu;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::OnceLock;
@@ -60,7 +75,7 @@ static JNI_ENV_OFFSET: AtomicI64 = AtomicI64::new(0);
 pub fn init_java_layout() -> &'static Result<JavaLayout, String> {
     JAVA_LAYOUT.get_or_init(|| {
         // The decoder's tables, built here, off the signal handler that reads them.
-        stub_exit::prime();
+        cpu::prime();
         let v = vm_structs().ok_or("gHotSpotVMStructs")?;
         let major = java_major(v).ok_or("Abstract_VM_Version::_vm_major_version")?;
         JavaLayout::new(v, major)

@@ -17,8 +17,8 @@ use super::codeblob::Blob;
 use super::layout::{DebugInfo, JavaLayout};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use super::cpu;
 use super::mem::{read_ptr, read_u8};
-use super::stub_exit;
 
 /// Most scopes read for one pc (deeper inlining is cut, and the chain not trusted).
 pub const MAX_SCOPES: usize = 64;
@@ -294,7 +294,7 @@ impl JavaLayout {
     ///   (its CompiledMethodLoad events, [`non_safepoints`]), or by `-XX:+DebugNonSafepoints`
     ///   set before the first sample;
     /// - the one before is no sentinel, and the code from its offset runs straight to the call
-    ///   ([`stub_exit::straight_to_call`]): no jump, return or other call leaves the path;
+    ///   ([`cpu::straight_to_call`]): no jump, return or other call leaves the path;
     /// - the one after exists.
     pub fn leaf_call_descs(&self, blob: &Blob, ret: u64) -> Option<(PcDesc, PcDesc)> {
         if !RECORDED_FROM_START.load(Ordering::Acquire) && !FLAG_AT_START.load(Ordering::Acquire) {
@@ -319,7 +319,7 @@ impl JavaLayout {
             return None;
         };
         let from = blob.code_begin.checked_add(offset)?;
-        if !stub_exit::straight_to_call(from, ret) {
+        if !cpu::straight_to_call(from, ret) {
             count_leaf_call(3);
             return None;
         }

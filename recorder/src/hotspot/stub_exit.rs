@@ -31,6 +31,7 @@ use iced_x86::{
     Code, Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind, Register,
 };
 
+use super::code_types::{Exit, Prologue, Resume};
 use crate::fault;
 
 /// Bytes of code copied at a time.
@@ -43,15 +44,6 @@ const MAX_JUMPS: usize = 4;
 const MAX_PUSHED: i64 = 64 * 1024;
 /// The most bytes a stub may have pushed (`MAX_PUSHED`), as an unsigned distance.
 pub const MAX_PUSHED_BYTES: u64 = MAX_PUSHED.unsigned_abs();
-
-/// Where a stub goes back to the method body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Exit {
-    /// The jump's target.
-    pub target: u64,
-    /// How far `rsp` moves up from the pc to the jump (bytes the stub still had pushed).
-    pub sp_up: u64,
-}
 
 /// Builds the decoder's tables (a lazily initialized static of `iced-x86`, allocated on first
 /// use): called once off the signal handler, before any sample.
@@ -201,36 +193,6 @@ pub fn follow(pc: u64, is_body: impl Fn(u64) -> bool) -> Option<Exit> {
         }
     }
     None
-}
-
-/// Where a compiled method's code, followed from a pc in its body or epilogue, finds the
-/// method's frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resume {
-    /// An instruction where the frame is whole (a pc with debug information: its oop maps are
-    /// `rsp`-relative), reached with `rsp` moved up `sp_up` bytes (what the body still had
-    /// pushed, such as C2's secondary-supers scan's `push rax`).
-    Body {
-        /// How far `rsp` moves up from the pc to that instruction.
-        sp_up: u64,
-    },
-    /// The method's `ret`: the return address is at `rsp + sp_up` (the pc `sp_up` bytes below
-    /// it, in the epilogue).
-    Return {
-        /// How far `rsp` moves up from the pc to the `ret`.
-        sp_up: u64,
-        /// Where the caller's `rbp` is: popped from `rsp + offset` on the way (`Some`), or
-        /// already back in the register (`None`: no instruction on the way writes `rbp`).
-        rbp_popped_at: Option<u64>,
-    },
-    /// A stub's `ret` after its `leave` (the frame `enter` made, which the pc was inside: no
-    /// instruction on the way wrote `rbp` before the `leave`): the return address is at
-    /// `rbp + ret_above_fp` (8, and what was popped between the `leave` and the `ret`), the
-    /// caller's `rbp` at `rbp`.
-    ReturnThroughFrame {
-        /// How far above the `rbp` register's value the return address is.
-        ret_above_fp: u64,
-    },
 }
 
 /// What the code followed so far did to `rbp`.
@@ -475,18 +437,6 @@ pub fn straight_to_call(from: u64, ret: u64) -> bool {
     false
 }
 
-/// What the rest of a compiled method's prologue does, from a pc in it to the pc where its
-/// frame is complete.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Prologue {
-    /// How far `rsp` moves from the pc to the frame's completion (negative: down, the frame
-    /// still to be made).
-    pub sp_change: i64,
-    /// Whether the caller's `rbp` is still to be saved (a `push rbp` or a store of `rbp`
-    /// through `rsp` lies ahead): it is still in the register, not yet in the frame.
-    pub saves_rbp: bool,
-}
-
 /// Follows a method's prologue from `pc` to `complete` (where the method says its frame is
 /// complete), in straight line: stack banging, the frame's `push`/`sub`, the nmethod entry
 /// barrier's test (its conditional branch not taken, its call stepped over). `None` if the
@@ -502,6 +452,7 @@ pub fn prologue(pc: u64, complete: u64) -> Option<Prologue> {
             return Some(Prologue {
                 sp_change: change,
                 saves_rbp,
+                return_in_link: false,
             });
         }
         if ip > complete {
@@ -635,17 +586,20 @@ mod tests {
         let whole = Prologue {
             sp_change: -0x38,
             saves_rbp: true,
+            return_in_link: false,
         };
         assert_eq!(prologue_of(&code, 0), Some(whole));
         assert_eq!(prologue_of(&code, 7), Some(whole));
         let pushed = Prologue {
             sp_change: -0x30,
             saves_rbp: false,
+            return_in_link: false,
         };
         assert_eq!(prologue_of(&code, 8), Some(pushed));
         let built = Prologue {
             sp_change: 0,
             saves_rbp: false,
+            return_in_link: false,
         };
         assert_eq!(prologue_of(&code, 12), Some(built));
         assert_eq!(prologue_of(&code, 26), Some(built));
@@ -655,13 +609,15 @@ mod tests {
         let unsaved = Prologue {
             sp_change: 0,
             saves_rbp: true,
+            return_in_link: false,
         };
         assert_eq!(prologue_of(&code, 7), Some(unsaved));
         assert_eq!(
             prologue_of(&code, 0),
             Some(Prologue {
                 sp_change: -0x18,
-                saves_rbp: true
+                saves_rbp: true,
+                return_in_link: false,
             })
         );
         // a return or a jump on the way: no prologue
