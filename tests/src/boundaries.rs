@@ -14,6 +14,7 @@ use crate::boundary_measures::{
     measure, reaches, Figures, Judge, Upcall, THREAD_ROOT, VIRTUAL_ROOT,
 };
 use crate::boundary_stacks::{read, read_jdk, Frame, Sample};
+use crate::emulation::emulation;
 use crate::jdk::{find, javac_for, Jdk};
 use crate::readers::run;
 use crate::workload::{agent_library, concurrent_sources, repo, tool_binary};
@@ -249,7 +250,11 @@ struct Recipe<'a> {
 }
 
 fn record(r: Recipe<'_>) -> Result<Recorded, String> {
-    let what = format!("{} on {}", r.case, r.jdk.name());
+    let jdk_name = match emulation() {
+        Some(e) => e.name(r.jdk),
+        None => r.jdk.name(),
+    };
+    let what = format!("{} on {jdk_name}", r.case);
     let dir = std::env::temp_dir().join(format!(
         "jfrnative-boundaries-{}-{}-jdk{}",
         // Letters, digits and dashes only: JFR's option parser takes quotes as quotes.
@@ -263,7 +268,10 @@ fn record(r: Recipe<'_>) -> Result<Recorded, String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let raw = dir.join("agent.jfr");
     let jdk_file = dir.join("jdk.jfr");
-    let mut java = Command::new(r.jdk.tool("java"));
+    let mut java = match emulation() {
+        Some(e) => e.java(r.jdk).map_err(|e| format!("{what}: {e}"))?,
+        None => Command::new(r.jdk.tool("java")),
+    };
     java.args(&r.jvm_options).arg(format!(
         "-agentpath:{}=file={},interval={}{}",
         agent_library().display(),
@@ -302,6 +310,7 @@ fn record(r: Recipe<'_>) -> Result<Recorded, String> {
         let path = dir.join("symbolized.jfr");
         run(Command::new(tool_binary("jfr-symbolize"))
             .env_remove("DEBUGINFOD_URLS")
+            .args(emulation().map(|e| e.symbolize_args()).unwrap_or_default())
             .arg(&raw)
             .arg("-o")
             .arg(&path))

@@ -6,6 +6,7 @@ pub mod boundary_measures;
 pub mod boundary_stacks;
 pub mod browser;
 pub mod collector;
+pub mod emulation;
 pub mod flame;
 pub mod flame_page;
 pub mod format_rules;

