@@ -214,8 +214,27 @@ fn load_store(w: u32) -> Insn {
             [Some(rs), None]
         });
     }
-    // SIMD structure loads and stores: vector registers only (a write-back base is sp only in
-    // code the walk never meets).
+    // SIMD structure loads and stores (`ld1`/`st1` of 1 to 4 registers: HotSpot's vector
+    // register saves): vector registers only; a post-indexed one through sp moves it by the
+    // bytes it transfers, the register-offset form by a register (not followed).
+    if w & 0xBFBF_0000 == 0x0C9F_0000 && rn == SP {
+        let registers: i64 = match bits(w, 12, 4) {
+            0b0111 => 1,
+            0b1000 | 0b1010 => 2,
+            0b0100 | 0b0110 => 3,
+            0b0000 | 0b0010 => 4,
+            _ => return Insn::SpOther,
+        };
+        let bytes = if bits(w, 30, 1) == 1 { 16 } else { 8 };
+        let moved = registers.wrapping_mul(bytes);
+        return Insn::SpAccess {
+            load: bits(w, 22, 1) == 1,
+            regs: [None, None],
+            general: false,
+            offset: 0,
+            writeback: moved,
+        };
+    }
     if rn == SP && bits(w, 23, 1) == 1 {
         return Insn::SpOther;
     }
@@ -284,8 +303,20 @@ fn data_processing(w: u32) -> Insn {
         // umov, fcvtzs, ...): counted as written, which only makes the walk give up sooner.
         return Insn::Other([(rd != SP).then_some(rd), None]);
     }
+    if w & 0x1E00_0000 == 0x0400_0000 {
+        // SVE: HotSpot saves vector registers with it where the CPU has it (`sve_str` of z
+        // registers around a GC barrier's runtime call). `addvl`/`addpl` of sp move sp by a
+        // multiple of the vector length, not followed; any other may write the general
+        // register in its low bits (`rdvl`, `cntd`, ...): counted as written.
+        let vl_add = w & 0xFFA0_F800 == 0x0420_5000;
+        return if vl_add && rd == SP {
+            Insn::SpOther
+        } else {
+            Insn::Other([(rd != SP).then_some(rd), None])
+        };
+    }
     if w & 0x1800_0000 == 0 {
-        return Insn::Leaves; // reserved, unallocated, SME/SVE: not in code the walk reads
+        return Insn::Leaves; // reserved, unallocated, SME: not in code the walk reads
     }
     Insn::Other([(rd != SP).then_some(rd), None])
 }
@@ -393,6 +424,31 @@ mod tests {
         ));
         // mov x30, x0 (orr x30, xzr, x0) writes x30.
         assert!(decode(0xAA00_03FE, at).writes(LR));
+        // ld1 {v0.2d-v3.2d}, [sp], #64 and st1 {v0.16b}, [sp], #16: sp moves by what they
+        // transfer; ld1 ..., [sp], x8: by a register.
+        assert!(matches!(
+            decode(0x4CDF_2FE0, at),
+            Insn::SpAccess {
+                load: true,
+                general: false,
+                writeback: 64,
+                ..
+            }
+        ));
+        assert!(matches!(
+            decode(0x4C9F_73E0, at),
+            Insn::SpAccess {
+                load: false,
+                writeback: 16,
+                ..
+            }
+        ));
+        assert_eq!(decode(0x4CC8_2FE0, at), Insn::SpOther);
+        // addvl sp, sp, #-2; str z0, [sp]; rdvl x30, #1.
+        assert_eq!(decode(0x043F_57DF, at), Insn::SpOther);
+        assert!(matches!(decode(0xE580_43E0, at), Insn::Other(_)));
+        assert!(matches!(decode(0x8580_47E1, at), Insn::Other(_))); // ldr z1, [sp, #1, mul vl]
+        assert!(decode(0x04BF_503E, at).writes(LR));
         // cmp sp, x8 (subs xzr, sp, x8): no write.
         assert_eq!(decode(0xEB28_63FF, at), Insn::Other([None, None]));
     }

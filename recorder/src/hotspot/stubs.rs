@@ -28,9 +28,9 @@ use std::sync::Mutex;
 pub enum StubKind {
     /// `call_stub`: native code (`JavaCalls::call_helper`) calling Java.
     CallStub,
-    /// A continuation stub (`cont_thaw`, `cont_returnBarrier`, `cont_preempt`, JDK 21's
-    /// `Cont thaw...`): the virtual thread's frames are being moved between its stack and the
-    /// heap.
+    /// A continuation stub (`cont_thaw`, `cont_returnBarrier`, `cont_preempt`; JDK 21's
+    /// `Cont thaw...` on x86_64, `Cont thaw` and `cont return barrier...` on aarch64): the
+    /// virtual thread's frames are being moved between its stack and the heap.
     Continuation,
     /// A stub native code calls (`jni_fast_Get*Field`): a native leaf, its return address at
     /// `[sp]`.
@@ -62,7 +62,7 @@ fn kind_of(name: &str) -> Option<StubKind> {
     if name == "call_stub" {
         return Some(StubKind::CallStub);
     }
-    if name.starts_with("cont_") || name.starts_with("Cont ") {
+    if name.starts_with("cont_") || name.starts_with("Cont ") || name.starts_with("cont ") {
         return Some(StubKind::Continuation);
     }
     if name.starts_with("jni_fast_") {
@@ -160,5 +160,21 @@ mod tests {
         assert_eq!(find(0x5000), None);
         assert_eq!(find(0x4000), None, "adapters are left out");
         assert_eq!(find(0xfff), None);
+    }
+
+    /// Each JDK's names of its continuation stubs, as its libjvm's `DynamicCodeGenerated`
+    /// events give them (JDK 21 names its return barrier differently on each architecture).
+    #[test]
+    fn continuation_stubs_are_known_by_each_jdks_names() {
+        for name in [
+            "cont_thaw",                             // JDK 25
+            "cont_returnBarrier",                    // JDK 25
+            "Cont thaw return barrier",              // JDK 21, x86_64
+            "cont return barrier",                   // JDK 21, aarch64
+            "cont return barrier exception handler", // JDK 21, aarch64
+        ] {
+            assert_eq!(kind_of(name), Some(StubKind::Continuation), "{name}");
+        }
+        assert_eq!(kind_of("continuation"), Some(StubKind::Other));
     }
 }
