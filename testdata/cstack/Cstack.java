@@ -17,7 +17,8 @@ import java.util.zip.Deflater;
  *   <li>qsort: libc's qsort with a frameless comparator, from JNI;
  *   <li>malloc: malloc/free churn, from JNI;
  *   <li>vdso: clock_gettime(CLOCK_MONOTONIC) through the vDSO, from JNI;
- *   <li>nanotime: System.nanoTime(), through the JVM into the vDSO.
+ *   <li>nanotime: System.nanoTime(), through the JVM into the vDSO;
+ *   <li>upcall: JNI code calling Java ({@link #upcallWork}) through the VM's call stub.
  * </ul>
  * Usage: java -Djava.library.path=DIR Cstack SECONDS mode[,mode...]
  */
@@ -31,6 +32,18 @@ public class Cstack {
     static native long malloc(int reps);
 
     static native long vdso(int reps);
+    static native long upcall(int reps);
+
+    /** The Java side of the upcall mode: arithmetic, called from native code. */
+    static long upcallWork(int n) {
+        long x = 0x2545f4914f6cdd1dL;
+        for (int i = 0; i < n; i++) {
+            x ^= x << 13;
+            x ^= x >>> 7;
+            x ^= x << 17;
+        }
+        return x;
+    }
 
     static volatile long sink;
 
@@ -85,6 +98,7 @@ public class Cstack {
             case "malloc": return malloc(1);
             case "vdso": return vdso(1);
             case "nanotime": return nanotime();
+            case "upcall": return upcall(20);
             default: throw new IllegalArgumentException("unknown mode " + mode);
         }
     }

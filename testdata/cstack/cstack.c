@@ -144,3 +144,20 @@ JNIEXPORT jlong JNICALL Java_Cstack_vdso(JNIEnv *env, jclass cls, jint reps) {
     sink += total;
     return (jlong)total;
 }
+
+/* JNI upcalls: native code calling Java (JNIEnv's CallStaticLongMethod, through the VM's call
+ * stub) `reps` times; Cstack.upcallWork burns the CPU in Java, under this frame. */
+JNIEXPORT jlong JNICALL Java_Cstack_upcall(JNIEnv *env, jclass cls, jint reps) {
+    static jmethodID work;
+    if (!work) {
+        work = (*env)->GetStaticMethodID(env, cls, "upcallWork", "(I)J");
+        if (!work) return 0;
+    }
+    jlong total = 0;
+    for (int r = 0; r < reps; r++) {
+        total += (*env)->CallStaticLongMethod(env, cls, work, 200000);
+        if ((*env)->ExceptionCheck(env)) return total;
+    }
+    sink += (uint64_t)total;
+    return total;
+}

@@ -62,7 +62,10 @@ impl Emulation {
             .homes
             .get(&jdk.major)
             .ok_or_else(|| format!("no emulated JDK {} (JFRNATIVE_EMULATED_JDKS)", jdk.major))?;
-        let (program, args) = self.prefix.split_first().ok_or("JFRNATIVE_EMULATOR is empty")?;
+        let (program, args) = self
+            .prefix
+            .split_first()
+            .ok_or("JFRNATIVE_EMULATOR is empty")?;
         let mut java = Command::new(program);
         java.args(args).arg(home.join("bin/java"));
         Ok(java)

@@ -2,7 +2,8 @@
 # The agent on aarch64, under emulation (issue 42): builds libjfrnative.so for
 # aarch64, runs an aarch64 JDK 25 under qemu-user with it on the cstack workload (the JNI chain
 # Java_<Chain>_burn -> chain_outer -> chain_middle -> chain_leaf built -O2 plain, with and
-# without frame pointers, plus libc's memcpy/qsort/malloc, the JDK's Deflater and nanoTime),
+# without frame pointers, plus libc's memcpy/qsort/malloc, the JDK's Deflater, nanoTime and a JNI
+# upcall: native code calling Java through the call stub),
 # then reads the recordings on this x86_64 host with the JDK's `jfr` and our `jfr-symbolize`;
 # then the bundled demo on aarch64 JDK 25, 21 and Debian's arm64 JDK 17, reported and checked;
 # an x86_64 recording symbolized by the aarch64 jfr-symbolize; the boundary fixtures (upcalls,
@@ -192,7 +193,7 @@ boundaries() {
 }
 
 # --- 3. Runs under qemu -------------------------------------------------------------------
-MODES=chain-plain,chain-fp,chain-nofp,memcpy,qsort,malloc,jdkdeflate,nanotime
+MODES=chain-plain,chain-fp,chain-nofp,memcpy,qsort,malloc,jdkdeflate,nanotime,upcall
 # The aarch64 agent; AGENT=PATH runs another build (a broken one, to see a check fail).
 AGENT=${AGENT:-$ROOT/target/$TARGET/release/libjfrnative.so}
 

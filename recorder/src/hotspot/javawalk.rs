@@ -915,7 +915,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         }
         // The bounds hold every instruction and so every jump target: no other check.
         let resume = cpu::resume(at.pc, stub.start..stub.end, |_| true, |_| false)?;
-        if matches!(resume, Resume::ReturnThroughFrame { .. }) && !stubs::makes_frame(&stub) {
+        if matches!(resume, Resume::ReturnThroughFrame { .. }) && !cpu::makes_frame(stub.start) {
             return None;
         }
         self.returned_sender(at, resume)

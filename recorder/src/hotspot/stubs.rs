@@ -4,7 +4,7 @@
 //! upcalls), the continuation stubs (a virtual thread being thawed: its stack is changing),
 //! and stubs native code calls as leaves (`jni_fast_Get*Field`). Every other stub is kept by
 //! its range, for the walk to follow its code to its `ret` (whether it makes an `enter()` frame
-//! is read from its first bytes when needed, [`makes_frame`]).
+//! is read from its first bytes when needed, `cpu::makes_frame`).
 //!
 //! Events arrive off the signal handler (at start-up, replayed by `GenerateEvents`, and later
 //! for stubs generated lazily). Each change publishes a new sorted table with one atomic
@@ -36,7 +36,7 @@ pub enum StubKind {
     /// `[sp]`.
     NativeLeaf,
     /// Another stub. Whether it makes an `enter()` frame is read from its first instruction
-    /// when needed ([`makes_frame`]): the events `GenerateEvents` replays when the recording
+    /// when needed (`cpu::makes_frame`): the events `GenerateEvents` replays when the recording
     /// starts come before the fault hook that reads code safely.
     Other,
 }
@@ -79,13 +79,6 @@ fn kind_of(name: &str) -> Option<StubKind> {
         return None;
     }
     Some(StubKind::Other)
-}
-
-/// Whether `stub` starts with HotSpot's `enter()` (x86_64: `push rbp; mov rbp, rsp`;
-/// aarch64: `stp x29, x30, [sp, #-16]!; mov x29, sp`), so that inside it, past those two
-/// instructions, the frame pointer is its frame's. Signal-safe: a fault-safe read.
-pub fn makes_frame(stub: &Stub) -> bool {
-    super::cpu::makes_frame(stub.start)
 }
 
 /// Records stub `name` at `[start, start + len)` (a `DynamicCodeGenerated` event).
