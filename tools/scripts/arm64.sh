@@ -12,7 +12,7 @@
 #
 #   tools/scripts/arm64.sh            install what is missing, then every step
 #   tools/scripts/arm64.sh STEP       install, then STEP only: build, run, report, demo,
-#                                     reverse, boundaries, crash; or ci: build, the demo on
+#                                     reverse, boundaries, stress, crash; or ci: build, the demo on
 #                                     JDK 25 and the crash short form on JDK 25 (CI's form)
 #   SECONDS_PER_THREAD=2 tools/scripts/arm64.sh
 #
@@ -192,6 +192,61 @@ boundaries() {
         tee "$OUT/boundaries.txt"
 }
 
+# --- 3e. The stress program under qemu ---------------------------------------------------
+# testdata/stress (tests/tests/stress.rs's short form on x86_64) on aarch64 JDK 25 at 1 ms:
+# short-lived threads, dlopen/dlclose churn from JNI, a GC storm in 64 MB, deoptimization
+# storms, virtual threads, StackOverflowErrors in Java and through JNI (Java -> native -> Java
+# to the end of the stack), and junk signals of the agent's signal from another process. The
+# sender is built for aarch64 and runs under its own qemu (a wrapper the JVM starts with
+# launchMechanism=FORK: qemu-user cannot exec an aarch64 jspawnhelper without binfmt), so its
+# signals go through qemu's signal mapping both ways, as the agent's own do. Must exit 0 with
+# STRESS OK, no hs_err file, samples, and the agent must have ignored junk signals.
+STRESS_SECONDS=${STRESS_SECONDS:-5}
+
+stress() {
+    local dir=$OUT/stress-run code=0
+    say "aarch64 stress fixture in $OUT/stress"
+    mkdir -p "$OUT/stress"
+    local cc=(aarch64-linux-gnu-gcc -O2 -g -Wall -Wextra -Werror -shared -fPIC)
+    "${cc[@]}" -I"$JDK17_HOME/include" -I"$JDK17_HOME/include/linux" \
+        "$ROOT/testdata/stress/stress.c" -o "$OUT/stress/libstress.so" -ldl
+    for copy in 0 1 2 3; do
+        "${cc[@]}" -DCOPY="$copy" "$ROOT/testdata/stress/churn.c" -o "$OUT/stress/libchurn$copy.so"
+    done
+    aarch64-linux-gnu-gcc -O2 -g -Wall -Wextra -Werror "$ROOT/testdata/stress/sigsender.c" \
+        -o "$OUT/stress/sigsender"
+    printf '#!/bin/sh\nexec qemu-aarch64-static -L %s %s "$@"\n' "$DEBIAN_ARM64" \
+        "$OUT/stress/sigsender" >"$OUT/stress/sender.sh"
+    chmod +x "$OUT/stress/sender.sh"
+    "$JDK17_HOME/bin/javac" --release 11 -nowarn -d "$OUT/stress" \
+        "$ROOT/testdata/stress/Stress.java" "$ROOT/testdata/stress/Parity.java" \
+        "$ROOT/testdata/stress/Jni.java"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    # The agent's signal: SIGRTMIN + 5 of the guest's glibc (34 + 5).
+    local signal=39 junk
+    say "qemu: java -agentpath:libjfrnative.so=file=stress.jfr,interval=1ms,signal=$signal Stress seconds=$STRESS_SECONDS threads=2000 signals=3000"
+    (cd "$dir" && qemu-aarch64-static -L "$DEBIAN_ARM64" "$JDK_AARCH64/bin/java" -Xmx64m \
+        -Djdk.lang.Process.launchMechanism=FORK -XX:ErrorFile="$dir/hs_err_pid%p.log" \
+        -Djava.library.path="$OUT/stress" -cp "$OUT/stress" \
+        "-agentpath:$AGENT=file=$dir/stress.jfr,interval=1ms,signal=$signal" Stress \
+        "seconds=$STRESS_SECONDS" threads=2000 "churn=$OUT/stress" \
+        "sender=$OUT/stress/sender.sh" "signal=$signal" signals=3000 >out.txt 2>err.txt) ||
+        code=$?
+    grep -E "^jfr-native: wrote|Java stacks from|not from the agent's timers" "$dir/err.txt" |
+        sed 's/^/   /' >&2 || true
+    tail -3 "$dir/out.txt" | sed 's/^/   /' >&2
+    junk=$(sed -n "s/.*signals not from the agent's timers (ignored): \([0-9]*\).*/\1/p" \
+        "$dir/err.txt" | head -1)
+    if [ "$code" -ne 0 ] || ! grep -qx 'STRESS OK' "$dir/out.txt" || [ "${junk:-0}" -eq 0 ] ||
+        compgen -G "$dir/hs_err*" >/dev/null || ! grep -q '^jfr-native: wrote' "$dir/err.txt"; then
+        say "stress: FAILED (exit $code; $dir)"
+        return 1
+    fi
+    "$JDK17_HOME/bin/jfr" summary "$dir/stress.jfr" | grep -E 'jdk.CPUTimeSample' >&2
+    say "stress: STRESS OK"
+}
+
 # --- 3. Runs under qemu -------------------------------------------------------------------
 MODES=chain-plain,chain-fp,chain-nofp,memcpy,qsort,malloc,jdkdeflate,nanotime,upcall
 # The aarch64 agent; AGENT=PATH runs another build (a broken one, to see a check fail).
@@ -327,6 +382,7 @@ main() {
     esac
     case $step in reverse | all) reverse ;; esac
     case $step in boundaries | all) boundaries ;; esac
+    case $step in stress | all) stress ;; esac
     case $step in ci)
         # CI's short form (.ci/run): the build, the demo on JDK 25 (its checks: Java loops
         # and native chains named, the VM walk's share) and the crash short form on JDK 25.

@@ -5,9 +5,9 @@
 //! It starts at the interrupted pc when that is in the code cache, otherwise at the thread's
 //! last Java frame (`JavaThread::_anchor`). Then, per physical frame:
 //! - an nmethod: the scopes at the pc (innermost first; all but the last were inlined), and
-//!   the sender at sp + frame size (return address and saved rbp just below it);
-//! - the interpreter: the method and bytecode pointer in the frame (rbp-relative slots of the
-//!   x86-64 template interpreter), the sender from rbp;
+//!   the sender at sp + frame size (return address and saved frame pointer just below it);
+//! - the interpreter: the method and bytecode pointer in the frame (slots below the frame
+//!   pointer, [`super::cpu`] gives the architecture's), the sender from the frame pointer;
 //! - a frame returning into a virtual thread's return barrier: its older frames are still
 //!   frozen in its continuation's heap stack chunks, read in [`super::continuation`];
 //! - a frame returning into the VM's call stub (an entry frame) or into an FFM upcall stub:
@@ -17,12 +17,13 @@
 //!   ends there.
 //!
 //! The top frame is not always complete: in a prologue or an epilogue, or in a frameless stub,
-//! the return address is at sp, sp+8 or below the full frame. Each candidate is checked (the
-//! return address must be a call site with a PcDesc in an nmethod, an interpreter frame with a
-//! valid method, or the call stub), and one must win; else, past the prologue, the method's
-//! code from the pc is decoded to where its frame is whole or to its `ret`
-//! ([`cpu::resume`]), and the sender found so must be one too; else the walk stops
-//! there. Nothing is guessed: a walk that cannot go on ends as truncated with what it has.
+//! the return address is at sp, sp+8 or below the full frame (x86_64), or still in the link
+//! register (aarch64). Each candidate is checked (the return address must be a call site with
+//! a PcDesc in an nmethod, an interpreter frame with a valid method, or the call stub), and one
+//! must win; else, past the prologue, the method's code from the pc is decoded to where its
+//! frame is whole or to its `ret` ([`cpu::resume`]), and the sender found so must be one too;
+//! else the walk stops there. On aarch64 the code is read first ([`cpu::RESUME_FIRST`]). Nothing
+//! is guessed: a walk that cannot go on ends as truncated with what it has.
 
 #![deny(
     clippy::indexing_slicing,
