@@ -926,20 +926,21 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     /// The sender a `ret` found by [`cpu::resume`] from `at` returns to (not yet checked
     /// as a call site); `None` for [`Resume::Body`] or an unreadable word.
     fn returned_sender(&self, at: At, resume: Resume) -> Option<At> {
+        // The caller's frame pointer: loaded on the way from sp + offset, or in the register.
+        let loaded_fp = |loaded_at: Option<u64>| match loaded_at {
+            Some(offset) => self.stack.read_u64(at.sp.checked_add(offset)?),
+            None => Some(at.fp),
+        };
         let (ret, fp) = match resume {
             Resume::Body { .. } => return None,
             Resume::ReturnInLink {
                 sp_up,
                 fp_loaded_at,
             } => {
-                let fp = match fp_loaded_at {
-                    Some(offset) => self.stack.read_u64(at.sp.checked_add(offset)?)?,
-                    None => at.fp,
-                };
                 return Some(At {
                     pc: crate::arch::code_address(at.lr),
                     sp: at.sp.checked_add(sp_up)?,
-                    fp,
+                    fp: loaded_fp(fp_loaded_at)?,
                     top: false,
                     exact: true,
                     lr: 0,
@@ -948,13 +949,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
             Resume::Return {
                 sp_up,
                 rbp_popped_at,
-            } => {
-                let fp = match rbp_popped_at {
-                    Some(offset) => self.stack.read_u64(at.sp.checked_add(offset)?)?,
-                    None => at.fp,
-                };
-                (at.sp.checked_add(sp_up)?, fp)
-            }
+            } => (at.sp.checked_add(sp_up)?, loaded_fp(rbp_popped_at)?),
             Resume::ReturnThroughFrame { ret_above_fp } => {
                 // The frame `enter` made lies above the pc's `rsp`, within what a stub pushes.
                 if at.fp % 8 != 0 || at.fp.checked_sub(at.sp)? > cpu::MAX_PUSHED_BYTES {
