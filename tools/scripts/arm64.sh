@@ -323,8 +323,11 @@ crash() {
 # in the vDSO (the aarch64 process has no x86_64 vDSO to read, and keeps their offsets, saying
 # so).
 reverse() {
-    say "cargo build --release -p tools --bin jfr-symbolize --target $TARGET"
-    (cd "$ROOT" && cargo build -q --release -p tools --bin jfr-symbolize --target "$TARGET")
+    # The CLI (jfrnative) for aarch64 too; its `--help` run under qemu.
+    say "cargo build --release -p tools --bin jfr-symbolize --bin jfrnative --target $TARGET"
+    (cd "$ROOT" && cargo build -q --release -p tools --bin jfr-symbolize --bin jfrnative \
+        --target "$TARGET")
+    "${QEMU[@]}" "$ROOT/target/$TARGET/release/jfrnative" --help >/dev/null
     local dir=$OUT/x86demo host=$ROOT/target/release/jfr-symbolize
     local arm=("${QEMU[@]}" "$ROOT/target/$TARGET/release/jfr-symbolize")
     say "cargo build --release -p recorder; -p tools --bin jfrnative (the host's agent and CLI)"
