@@ -355,7 +355,9 @@ report() {
         "$OUT/$name.json" "$OUT/$name.out" "$min_exact"
 }
 
-# name:agent options:the least exact-chain share (cstack=fp: none, GCC's leaves keep no record)
+# name:agent options:the least exact-chain share, and the least share of the JNI upcall's
+# samples in its Java callee with the native frames above it in place (cstack=fp: none, GCC's
+# leaves keep no record)
 CASES=("dwarf:cstack=dwarf,interval=$INTERVAL:0.95" "fp:cstack=fp,interval=$INTERVAL:0"
     "perf:cstack=dwarf,engine=perf,interval=$INTERVAL:0.95"
     "pac:cstack=dwarf,interval=$INTERVAL:0.95")

@@ -8,7 +8,10 @@ Thread.run, and the sum of samplingPeriod against the thread's CPU time.
 CASE.collapsed: `jfr-symbolize --threads --samples -f collapsed` (one sample per unit of
 weight); CASE.json: `jfr print --json` of jdk.CPUTimeSample, jdk.CPUInformation and
 jdk.OSInformation; CASE.out: the workload's `CPU <thread> <ns>` lines. With MIN_EXACT (a share),
-exits 1 if a chain thread has no chain samples or an exact share under it.
+exits 1 if a chain thread has no chain samples or an exact share under it, or if the JNI
+upcall thread has no sample in its Java callee or under MIN_EXACT of those with the native
+frames between in place (the native method, JNI's call and the VM's call helper between the
+Java caller and the Java callee, down to Thread.run).
 """
 import json
 import re
@@ -17,6 +20,8 @@ from collections import defaultdict
 
 CHAINS = {"chain-plain": "ChainPlain", "chain-fp": "ChainFp", "chain-nofp": "ChainNofp"}
 CHAIN = ["chain_outer", "chain_middle", "chain_leaf"]
+# The JNI upcall mode: from Thread.run, in this order (other frames may lie between).
+UPCALL = ["Cstack.upcall", "Java_Cstack_upcall", "JavaCalls::call_helper", "Cstack.upcallWork"]
 
 
 def iso_seconds(text):
@@ -40,6 +45,20 @@ def exact_chain(frames, cls):
     return "chain_leaf" not in below or below[2:] == ["chain_leaf"]
 
 
+def in_order(frames, names):
+    """Whether `names` are frames of `frames` in this order, each frame matched by its name
+    before any argument list (`JavaCalls::call_helper(JavaValue*, ...)`)."""
+    bare = [f.split("(")[0] for f in frames]
+    i = 0
+    for name in names:
+        while i < len(bare) and bare[i] != name:
+            i += 1
+        if i == len(bare):
+            return False
+        i += 1
+    return True
+
+
 def folded(path):
     """(thread, frames, weight) per line of `jfr-symbolize --threads -f collapsed`; frames[0]
     is the thread's root frame, `[name]`."""
@@ -56,12 +75,17 @@ def main():
     in_chain = defaultdict(int)
     exact = defaultdict(int)
     java = defaultdict(int)
+    callee = crossed = 0
     for thread, frames, n in folded(collapsed):
         if len(frames) > 1 and frames[1].startswith("[lost samples"):
             continue
         samples[thread] += n
         if "java.lang.Thread.run" in frames:
             java[thread] += n
+        if thread == "upcall" and UPCALL[-1] in frames:
+            callee += n
+            if frames[1:2] == ["java.lang.Thread.run"] and in_order(frames, UPCALL):
+                crossed += n
         cls = CHAINS.get(thread)
         if cls and f"{cls}.burn" in frames:
             in_chain[thread] += n
@@ -96,11 +120,19 @@ def main():
         chain_text = str(chain) if thread in CHAINS else ""
         print(f"  {thread:12} {n:7} {chain_text:>8} {share if thread in CHAINS else '':>7} "
               f"{jshare:>13} {period[thread]:10.2f} {cpu[thread]:6.2f} {ratio:>6}")
+    if "upcall" in cpu:
+        share = f"{100 * crossed / callee:.1f}%" if callee else "-"
+        print(f"  upcall: {callee} samples in {UPCALL[-1]}, {crossed} ({share}) with "
+              f"{' > '.join(UPCALL[:-1])} above it, from Thread.run")
     if min_exact > 0:
         low = [t for t in CHAINS
                if not in_chain.get(t) or exact[t] / in_chain[t] < min_exact]
         if low:
             print(f"  FAILED: exact chain under {100 * min_exact:.0f}% in {', '.join(low)}")
+        upcall_low = "upcall" in cpu and (not callee or crossed / callee < min_exact)
+        if upcall_low:
+            print(f"  FAILED: the upcall's native frames in place under {100 * min_exact:.0f}%")
+        if low or upcall_low:
             sys.exit(1)
 
 
