@@ -26,6 +26,12 @@ pub struct Emulation {
     sysroot: Option<PathBuf>,
 }
 
+/// Whether a JDK of feature release `major` is run: always without emulation, else if an
+/// emulated JDK of that release is given.
+pub fn runs(major: u32) -> bool {
+    emulation().is_none_or(|e| e.has(major))
+}
+
 /// The emulation the environment asks for, if any.
 pub fn emulation() -> Option<&'static Emulation> {
     static EMULATION: OnceLock<Option<Emulation>> = OnceLock::new();

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from collections import defaultdict
 
-from arm64_report import folded
+from arm64_report import folded, in_order
 
 # A native frame is named from its library's symbols: a function's own name, or the nearest
 # exported symbol plus an offset where the library keeps no other (Debian's libz: its static
@@ -62,18 +62,6 @@ def matches(frame, want, libraries):
     return frame == want
 
 
-def in_order(frames, wants, libraries):
-    """Whether `wants` match frames of `frames` in this order (not necessarily adjacent)."""
-    i = 0
-    for want in wants:
-        while i < len(frames) and not matches(frames[i], want, libraries):
-            i += 1
-        if i == len(frames):
-            return False
-        i += 1
-    return True
-
-
 def main():
     name, collapsed, json_path, libz, err_path = sys.argv[1:6]
     libraries = {"library:libz": dynamic_names(libz)}
@@ -90,7 +78,8 @@ def main():
         loop, native = EXPECT[thread]
         if loop in frames:
             java[thread] += n
-            if in_order(frames[frames.index(loop):], native, libraries):
+            if in_order(frames[frames.index(loop):], native,
+                        lambda f, w: matches(f, w, libraries)):
                 both[thread] += n
     events = json.load(open(json_path))["recording"]["events"]
     arch = next((e["values"].get("cpu", "?") for e in events

@@ -45,18 +45,22 @@ def exact_chain(frames, cls):
     return "chain_leaf" not in below or below[2:] == ["chain_leaf"]
 
 
-def in_order(frames, names):
-    """Whether `names` are frames of `frames` in this order, each frame matched by its name
-    before any argument list (`JavaCalls::call_helper(JavaValue*, ...)`)."""
-    bare = [f.split("(")[0] for f in frames]
+def in_order(frames, wants, same):
+    """Whether `wants` match frames of `frames` in this order (not necessarily adjacent), a
+    frame matching a want where `same(frame, want)`."""
     i = 0
-    for name in names:
-        while i < len(bare) and bare[i] != name:
+    for want in wants:
+        while i < len(frames) and not same(frames[i], want):
             i += 1
-        if i == len(bare):
+        if i == len(frames):
             return False
         i += 1
     return True
+
+
+def named(frame, name):
+    """Whether `frame` is `name`, before any argument list (`JavaCalls::call_helper(...)`)."""
+    return frame.split("(")[0] == name
 
 
 def folded(path):
@@ -84,7 +88,7 @@ def main():
             java[thread] += n
         if thread == "upcall" and UPCALL[-1] in frames:
             callee += n
-            if frames[1:2] == ["java.lang.Thread.run"] and in_order(frames, UPCALL):
+            if frames[1:2] == ["java.lang.Thread.run"] and in_order(frames, UPCALL, named):
                 crossed += n
         cls = CHAINS.get(thread)
         if cls and f"{cls}.burn" in frames:

@@ -298,7 +298,7 @@ fn data_processing(w: u32) -> Insn {
             Insn::Other([(rd != SP).then_some(rd), None])
         };
     }
-    if w & 0x0E00_0000 == 0x0E00_0000 || w & 0x1E00_0000 == 0x1E00_0000 {
+    if w & 0x0E00_0000 == 0x0E00_0000 {
         // SIMD and floating point: writes a general register only in moves to one (fmov,
         // umov, fcvtzs, ...): counted as written, which only makes the walk give up sooner.
         return Insn::Other([(rd != SP).then_some(rd), None]);

@@ -27,7 +27,7 @@
     clippy::arithmetic_side_effects
 )]
 
-use super::code_types::Entered;
+use super::code_types::{Entered, Unmade};
 use super::codeblob::{Blob, BlobKind};
 use super::cpu::{self, ENTRY_FRAME_CALL_WRAPPER, ENTRY_FRAME_THREAD};
 use super::javawalk::{At, Out, Walker};
@@ -213,7 +213,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     /// the stub's frame pointer once its frame is built.
     fn enter_frame_caller(&self, regs: Regs, start: u64) -> Option<(Regs, Option<u64>)> {
         match cpu::entered(regs.pc, start)? {
-            state @ Entered::NotYet { .. } => Some((self.not_entered(regs, state)?, None)),
+            Entered::NotYet(unmade) => Some((self.not_entered(regs, unmade)?, None)),
             Entered::Built => {
                 if regs.fp <= regs.sp || regs.fp.checked_sub(regs.sp)? > MAX_STUB_FRAME {
                     return None;
@@ -224,12 +224,10 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
     }
 
     /// The caller of a stub interrupted at `regs` before its frame is made (or after it is
-    /// taken down), as `state` says: the return address at sp plus an offset or in lr, the
+    /// taken down), as `unmade` says: the return address at sp plus an offset or in lr, the
     /// caller's frame pointer likewise or still in the register.
-    fn not_entered(&self, regs: Regs, state: Entered) -> Option<Regs> {
-        let Entered::NotYet { ra_at, fp_at } = state else {
-            return None;
-        };
+    fn not_entered(&self, regs: Regs, unmade: Unmade) -> Option<Regs> {
+        let Unmade { ra_at, fp_at } = unmade;
         let fp = match fp_at {
             Some(at) => self.stack.read_u64(regs.sp.checked_add(at)?)?,
             None => regs.fp,

@@ -81,18 +81,22 @@ pub enum Saved {
     Link,
 }
 
+/// Where the return address and the caller's frame pointer of a frame not made (or no longer
+/// made) are: the return address at `sp + ra_at` (`None`: in the link register), the caller's
+/// frame pointer at `sp + fp_at` (`None`: in the register).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unmade {
+    /// Where the return address is, above sp.
+    pub ra_at: Option<u64>,
+    /// Where the caller's frame pointer is, above sp.
+    pub fp_at: Option<u64>,
+}
+
 /// A stub that makes an `enter()` frame, at an interrupted pc.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Entered {
-    /// Its frame is not made (or no longer): the return address is at `sp + ra_at` (`None`: in
-    /// the link register), the caller's frame pointer at `sp + fp_at` (`None`: in the
-    /// register).
-    NotYet {
-        /// Where the return address is, above sp.
-        ra_at: Option<u64>,
-        /// Where the caller's frame pointer is, above sp.
-        fp_at: Option<u64>,
-    },
+    /// Its frame is not made (or no longer).
+    NotYet(Unmade),
     /// Its frame is made: the frame pointer register is its frame's.
     Built,
 }

@@ -26,7 +26,7 @@
 )]
 
 use super::a64_decode::{decode, Insn, FP, LR};
-use super::code_types::{Entered, Exit, Prologue, Resume, Saved};
+use super::code_types::{Entered, Exit, Prologue, Resume, Saved, Unmade};
 use super::mem::read_uint;
 
 /// The template interpreter's locals slot, in bytes below the frame pointer (-8 words).
@@ -117,28 +117,26 @@ pub fn top_candidates(sp: u64, full: Option<u64>, complete: bool) -> [Option<(u6
 /// and `mov x29, sp` (or at `leave()`'s load, sp back at the record), the record at sp.
 pub fn entered(pc: u64, start: u64) -> Option<Entered> {
     let at = word(pc)?;
-    let in_link = Entered::NotYet {
-        ra_at: None,
-        fp_at: None,
-    };
-    let at_sp = Entered::NotYet {
-        ra_at: Some(8),
-        fp_at: Some(0),
-    };
-    if pc == start || PAC_SP.contains(&at) || decode(at, pc) == Insn::Ret || AUT_SP.contains(&at) {
-        return Some(in_link);
-    }
-    if at == PUSH_RECORD {
-        return Some(in_link);
+    let in_link = pc == start
+        || at == PUSH_RECORD
+        || PAC_SP.contains(&at)
+        || AUT_SP.contains(&at)
+        || decode(at, pc) == Insn::Ret;
+    if in_link {
+        return Some(Entered::NotYet(LEAF_RETURN));
     }
     if at == POP_RECORD || (at == MOV_FP_SP && word(pc.checked_sub(4)?)? == PUSH_RECORD) {
-        return Some(at_sp);
+        return Some(Entered::NotYet(Unmade {
+            ra_at: Some(8),
+            fp_at: Some(0),
+        }));
     }
     Some(Entered::Built)
 }
 
-/// Where a frameless stub native code calls as a leaf keeps its return address: in lr.
-pub const LEAF_RETURN: Entered = Entered::NotYet {
+/// Where a frameless stub native code calls as a leaf keeps its return address (in lr), as
+/// does any code before its frame record is stored or after it is loaded back.
+pub const LEAF_RETURN: Unmade = Unmade {
     ra_at: None,
     fp_at: None,
 };

@@ -264,14 +264,14 @@ fn enter_frames_are_recognised() {
     assert!(makes_frame(code.at(0)));
     assert!(!makes_frame(code.at(1)));
     let start = code.at(0);
-    let in_link = Some(Entered::NotYet {
+    let in_link = Some(Entered::NotYet(Unmade {
         ra_at: None,
         fp_at: None,
-    });
-    let at_sp = Some(Entered::NotYet {
+    }));
+    let at_sp = Some(Entered::NotYet(Unmade {
         ra_at: Some(8),
         fp_at: Some(0),
-    });
+    }));
     assert_eq!(entered(code.at(0), start), in_link);
     assert_eq!(entered(code.at(1), start), at_sp);
     assert_eq!(entered(code.at(2), start), Some(Entered::Built));

@@ -11,7 +11,7 @@
     clippy::arithmetic_side_effects
 )]
 
-use super::code_types::{Entered, Saved};
+use super::code_types::{Entered, Saved, Unmade};
 use super::mem::{read_u8, read_uint};
 
 pub use super::stub_exit::{
@@ -70,22 +70,20 @@ pub fn top_candidates(sp: u64, full: Option<u64>, complete: bool) -> [Option<(u6
 pub fn entered(pc: u64, start: u64) -> Option<Entered> {
     let byte = read_u8(pc)?;
     if pc == start || byte == RET {
-        return Some(Entered::NotYet {
-            ra_at: Some(0),
-            fp_at: None,
-        });
+        return Some(Entered::NotYet(LEAF_RETURN));
     }
     if pc < start.checked_add(ENTER_BYTES)? || byte == POP_RBP {
-        return Some(Entered::NotYet {
+        return Some(Entered::NotYet(Unmade {
             ra_at: Some(8),
             fp_at: Some(0),
-        });
+        }));
     }
     Some(Entered::Built)
 }
 
-/// Where a frameless stub native code calls as a leaf keeps its return address: at sp.
-pub const LEAF_RETURN: Entered = Entered::NotYet {
+/// Where a frameless stub native code calls as a leaf keeps its return address (at sp), as
+/// does any code before its `push rbp` or after its `pop rbp`.
+pub const LEAF_RETURN: Unmade = Unmade {
     ra_at: Some(0),
     fp_at: None,
 };
@@ -131,10 +129,10 @@ mod tests {
         assert!(makes_frame(hotspot_frame.as_ptr() as u64));
         assert!(!makes_frame(frameless.as_ptr() as u64));
         let not_yet = |ra, fp| {
-            Some(Entered::NotYet {
+            Some(Entered::NotYet(Unmade {
                 ra_at: ra,
                 fp_at: fp,
-            })
+            }))
         };
         assert_eq!(entered(a, a), not_yet(Some(0), None));
         assert_eq!(entered(a + 1, a), not_yet(Some(8), Some(0)));

@@ -504,8 +504,7 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         let decoded_first = cpu::RESUME_FIRST
             && at.top
             && blob.kind == BlobKind::Nmethod
-            && blob.frame_complete_at(at.pc)
-            && blob.frame_complete_pc.is_none_or(|c| at.pc >= c);
+            && blob.frame_complete_at(at.pc);
         let next = if decoded_first {
             self.straight_sender(blob, at)
                 .or_else(|| self.compiled_sender(blob, at))
@@ -532,9 +531,10 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         }
         let built = blob.frame_complete_at(at.pc);
         // Past the prologue, where no candidate return address was the one: the frame is
-        // where the method's code from the pc finds it whole (or returns).
+        // where the method's code from the pc finds it whole (or returns); not read again
+        // where it was read first.
         let next = match next {
-            None if at.top && built && blob.kind == BlobKind::Nmethod => {
+            None if at.top && built && blob.kind == BlobKind::Nmethod && !decoded_first => {
                 self.straight_sender(blob, at)
             }
             next => next,

@@ -22,7 +22,7 @@ use tests::boundaries::{
 };
 use tests::boundary_measures::{compare_ticks, Figures};
 use tests::boundary_stacks::Sample;
-use tests::emulation::emulation;
+use tests::emulation;
 use tests::jdk::{find, virtual_thread_jdks, Jdk};
 use tests::workload::agent_library;
 
@@ -47,7 +47,7 @@ fn jdks(majors: &[u32]) -> Vec<Jdk> {
     majors
         .iter()
         .filter_map(|&m| {
-            if emulation().is_some_and(|e| !e.has(m)) {
+            if !emulation::runs(m) {
                 println!("(JDK {m}: none emulated, skipped)");
                 return None;
             }
@@ -83,8 +83,10 @@ fn ffm() {
 }
 
 fn vthreads() {
-    let emulated = |jdk: &Jdk| emulation().is_none_or(|e| e.has(jdk.major));
-    for jdk in virtual_thread_jdks().into_iter().filter(emulated) {
+    for jdk in virtual_thread_jdks()
+        .into_iter()
+        .filter(|jdk| emulation::runs(jdk.major))
+    {
         for gc in [Gc::G1, Gc::GenerationalZ] {
             match record_vthreads(&jdk, gc, false) {
                 Ok(rec) => print(&rec, &vthread_figures(&rec)),
