@@ -40,9 +40,10 @@ pub const ENTRY_FRAME_CALL_WRAPPER: u64 = 8 * 8;
 /// The call stub's `JavaThread*` argument (c_rarg7), saved 1 word below its fp
 /// (`thread_off`).
 pub const ENTRY_FRAME_THREAD: i64 = -8;
-/// Where a frame record made by `enter()` leaves its caller's sp above the record: always
-/// right above it (x86_64's nmethod entry barrier leaves a word more).
-pub const RECORD_SENDER_SP: [u64; 1] = [16];
+/// Where a frame record made by `enter()` leaves its caller's sp above the record, and whether
+/// only a compiled caller's return address is taken there: always right above it, any caller
+/// (x86_64's nmethod entry barrier leaves a word more).
+pub const RECORD_SENDER_SP: [(u64, bool); 1] = [(16, false)];
 /// Whether an interpreted frame's sender sp (its saved sender-sp slot: the caller's machine
 /// sp, HotSpot's unextended sp) is always above its frame pointer: no. The interpreter keeps
 /// its machine sp below its expression stack (`generate_fixed_frame`'s extended sp), and a

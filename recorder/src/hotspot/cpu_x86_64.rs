@@ -27,9 +27,11 @@ pub const INTERPRETER_BCP: u64 = 8 * 8;
 pub const ENTRY_FRAME_CALL_WRAPPER: u64 = 6 * 8;
 /// The call stub's `JavaThread*` argument (its 8th, on the stack): `[rbp + 24]`.
 pub const ENTRY_FRAME_THREAD: i64 = 3 * 8;
-/// Where a frame `enter()` made leaves its caller's sp above rbp: 16, or 24 after the nmethod
-/// entry barrier's stub, which leaves one more word (see the walk's `rbp_sender`).
-pub const RECORD_SENDER_SP: [u64; 2] = [16, 24];
+/// Where a frame `enter()` made leaves its caller's sp above rbp, and whether only a compiled
+/// caller's return address is taken there: 16, any caller; or 24 after the nmethod entry
+/// barrier's stub, which leaves one more word, and guards only compiled methods' and native
+/// wrappers' entries (see the walk's `rbp_sender`).
+pub const RECORD_SENDER_SP: [(u64, bool); 2] = [(16, false), (24, true)];
 /// Whether an interpreted frame's sender sp (its saved sender-sp slot) is always above its
 /// frame pointer: yes (its frame is pushed below its caller's sp).
 pub const INTERPRETER_SENDER_ABOVE_FP: bool = true;

@@ -971,9 +971,10 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         })
     }
 
-    /// The sender of a stub without a frame size that made an rbp frame (`enter()`), after
-    /// which some (the nmethod entry barrier) leave one more word: the return address is at
-    /// rbp+8 or rbp+16, and exactly one must be a call site. The one at rbp+16 is taken only
+    /// The sender of a stub without a frame size that made a frame-pointer frame (`enter()`),
+    /// at the places [`cpu::RECORD_SENDER_SP`] gives. On x86_64 some (the nmethod entry
+    /// barrier) leave one more word after it: the return address is at rbp+8 or rbp+16, and
+    /// exactly one must be a call site. The one at rbp+16 is taken only
     /// in an nmethod or a native method's wrapper (whose entries the barrier guards): a stub
     /// called by the interpreter's math entry (`Math.sin` in an interpreted method) has the
     /// entry's return address at rbp+8 and the interpreted caller's at rbp+16, both in the
@@ -984,13 +985,13 @@ impl<M: Memory, N: NativeFrames, C: Fn(u64) -> bool> Walker<'_, M, N, C> {
         }
         let saved_rbp = self.stack.read_u64(at.fp)?;
         let mut found = None;
-        for above in cpu::RECORD_SENDER_SP {
+        for (above, compiled_only) in cpu::RECORD_SENDER_SP {
             let sender_sp = at.fp.checked_add(above)?;
             let Some(pc) = self.stack.read_u64(sender_sp.checked_sub(8)?) else {
                 continue;
             };
             let pc = crate::arch::code_address(pc);
-            if above == 24
+            if compiled_only
                 && !self
                     .layout
                     .find_blob(pc)
